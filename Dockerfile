@@ -1,0 +1,8 @@
+FROM python:3.11-slim
+WORKDIR /app
+COPY . /app
+RUN pip install --no-cache-dir -e . && useradd --create-home kindmem
+USER kindmem
+ENV KINDMEM_DATA_DIR=/tmp/kindmem
+EXPOSE 8000
+CMD ["gunicorn", "kindmem.wsgi", "--bind", "0.0.0.0:8000", "--workers", "4"]

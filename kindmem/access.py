@@ -1,0 +1,105 @@
+"""Who a caller is (`Principal`) and what it may read (`Readers`).
+
+Readers are derived only from the credential, never from a request body:
+
+- **tenant admin key**: `all=True`: every fact of its tenant (the tenant filter still applies).
+- **Kindgi user key**: `project_ids` = the projects the user is a member of, `org_ids` = the
+  orgs the user is a member of plus the orgs of those projects, `user_ids` = the user. No
+  participants or threads: a person does not read an app's end users' private facts.
+- **app key** (acting for all end users of its projects): `project_ids` and
+  `on_behalf_of_project_ids` = the key's projects, `org_ids` = their orgs. It reads every
+  participant's and thread's facts in those projects, and no Kindgi user's personal facts.
+- **run token**: the run's containers only: `project_ids` = its project, `org_ids` = that
+  project's org, and, where the run names them, `user_ids` = its user, `participant_ids` = its
+  participant, `thread_ids` = its thread. Never `on_behalf_of_project_ids`: a run acts in one
+  conversation, for one person.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from kindmem.models import ApiKey, Run, User
+
+
+@dataclass(frozen=True)
+class Readers:
+    """The seed's `MemoryReaders`: the containers a reader may read. A missing field grants none."""
+
+    all: bool = False
+    project_ids: frozenset[str] = frozenset()
+    org_ids: frozenset[str] = frozenset()
+    user_ids: frozenset[str] = frozenset()
+    participant_ids: frozenset[str] = frozenset()
+    thread_ids: frozenset[str] = frozenset()
+    on_behalf_of_project_ids: frozenset[str] = frozenset()
+
+
+@dataclass(frozen=True)
+class Principal:
+    """The authenticated caller: an API key's principal, or a run acting through its token."""
+
+    kind: str  # "admin" | "user" | "app" | "run"
+    tenant_id: uuid.UUID
+    api_key: ApiKey | None = None
+    run: Run | None = None
+    user: User | None = None
+
+    @property
+    def id(self) -> str:
+        if self.run is not None:
+            return f"run:{self.run.id}"
+        assert self.api_key is not None
+        return f"{self.kind}:{self.api_key.id}"
+
+
+def _ids(values: object) -> frozenset[str]:
+    return frozenset(str(v) for v in values)  # type: ignore[attr-defined]
+
+
+def readers_for(principal: Principal) -> Readers:
+    """The readers of a principal, from its credential alone (see the module docstring)."""
+    from kindmem.models import Project
+
+    if principal.kind == "admin":
+        return Readers(all=True)
+    if principal.kind == "run":
+        run = principal.run
+        assert run is not None
+        return Readers(
+            project_ids=_ids([run.project_id]),
+            org_ids=_ids([run.project.org_id]),
+            user_ids=_ids([run.user_id] if run.user_id else []),
+            participant_ids=_ids([run.participant_id] if run.participant_id else []),
+            thread_ids=_ids([run.thread_id] if run.thread_id else []),
+        )
+    if principal.kind == "user":
+        user = principal.user
+        assert user is not None
+        projects = list(
+            Project.objects.filter(tenant_id=principal.tenant_id, members=user).values_list(
+                "id", "org_id"
+            )
+        )
+        org_ids = set(user.orgs.filter(tenant_id=principal.tenant_id).values_list("id", flat=True))
+        return Readers(
+            project_ids=_ids(p for p, _ in projects),
+            org_ids=_ids(org_ids | {o for _, o in projects}),
+            user_ids=_ids([user.id]),
+        )
+    if principal.kind == "app":
+        key = principal.api_key
+        assert key is not None
+        projects = list(
+            key.projects.filter(tenant_id=principal.tenant_id).values_list("id", "org_id")
+        )
+        project_ids = _ids(p for p, _ in projects)
+        return Readers(
+            project_ids=project_ids,
+            org_ids=_ids(o for _, o in projects),
+            on_behalf_of_project_ids=project_ids,
+        )
+    raise ValueError(f"unknown principal kind {principal.kind!r}")

@@ -1,0 +1,159 @@
+"""The staff console for tenancy and credentials."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django import forms
+from django.contrib import admin, messages
+from django.contrib.auth.admin import UserAdmin as DjangoUserAdmin
+
+from kindmem import services
+from kindmem.models import Agent, ApiKey, Org, Project, Run, Tenant, User, WorkerHeartbeat
+
+admin.site.site_header = "kindmem console"
+admin.site.site_title = "kindmem"
+admin.site.index_title = "Memory, review and privacy"
+
+
+@admin.register(Tenant)
+class TenantAdmin(admin.ModelAdmin):
+    list_display = ["name", "id", "created_at"]
+    list_filter = ["created_at"]
+    search_fields = ["name", "id"]
+    list_select_related: list[str] = []
+
+
+@admin.register(Org)
+class OrgAdmin(admin.ModelAdmin):
+    list_display = ["name", "tenant", "id"]
+    list_filter = ["tenant"]
+    search_fields = ["name", "id"]
+    list_select_related = ["tenant"]
+
+
+@admin.register(Project)
+class ProjectAdmin(admin.ModelAdmin):
+    list_display = ["name", "org", "tenant", "id"]
+    list_filter = ["tenant", "org"]
+    search_fields = ["name", "id"]
+    list_select_related = ["tenant", "org"]
+
+
+@admin.register(User)
+class UserAdmin(DjangoUserAdmin):
+    list_display = ["username", "email", "tenant", "is_staff", "is_active"]
+    list_filter = ["tenant", "is_staff", "is_active", "groups"]
+    search_fields = ["username", "email", "id"]
+    list_select_related = ["tenant"]
+    fieldsets = (
+        *DjangoUserAdmin.fieldsets,
+        ("Tenancy", {"fields": ("tenant", "orgs", "projects")}),
+    )
+    filter_horizontal = ("groups", "user_permissions", "orgs", "projects")
+
+
+@admin.register(Agent)
+class AgentAdmin(admin.ModelAdmin):
+    list_display = ["agent_id", "version", "name", "tenant"]
+    list_filter = ["tenant"]
+    search_fields = ["agent_id", "name"]
+    list_select_related = ["tenant"]
+
+
+class ApiKeyAddForm(forms.ModelForm):
+    class Meta:
+        model = ApiKey
+        fields = ["tenant", "kind", "name", "user", "projects"]
+
+
+@admin.register(ApiKey)
+class ApiKeyAdmin(admin.ModelAdmin):
+    list_display = [
+        "name",
+        "kind",
+        "tenant",
+        "user",
+        "prefix",
+        "created_at",
+        "last_used_at",
+        "revoked_at",
+    ]
+    list_filter = ["kind", "tenant", "revoked_at"]
+    search_fields = ["name", "prefix"]
+    list_select_related = ["tenant", "user"]
+    readonly_fields = ["prefix", "created_at", "last_used_at", "revoked_at"]
+    filter_horizontal = ["projects"]
+    actions = ["revoke"]
+
+    def get_form(self, request: Any, obj: Any = None, change: bool = False, **kwargs: Any) -> Any:
+        if obj is None:
+            kwargs["form"] = ApiKeyAddForm
+        return super().get_form(request, obj, change=change, **kwargs)
+
+    def get_fields(self, request: Any, obj: Any = None) -> list[str]:
+        if obj is None:
+            return ["tenant", "kind", "name", "user", "projects"]
+        return ["tenant", "kind", "name", "user", "projects", *self.readonly_fields]
+
+    def get_readonly_fields(self, request: Any, obj: Any = None) -> list[str]:
+        if obj is None:
+            return []
+        return ["tenant", "kind", "user", *self.readonly_fields]
+
+    def save_model(self, request: Any, obj: ApiKey, form: Any, change: bool) -> None:
+        if change:
+            super().save_model(request, obj, form, change)
+            return
+        key, token = services.api_key_create(
+            tenant=obj.tenant,
+            kind=obj.kind,
+            name=obj.name,
+            user=obj.user,
+            projects=form.cleaned_data.get("projects") or (),
+        )
+        obj.pk = key.pk
+        self.message_user(
+            request, f"Key created. Copy it now, it is not shown again: {token}", messages.WARNING
+        )
+
+    def save_related(self, request: Any, form: Any, formsets: Any, change: bool) -> None:
+        if change:
+            super().save_related(request, form, formsets, change)
+
+    @admin.action(description="Revoke the selected keys")
+    def revoke(self, request: Any, queryset: Any) -> None:
+        revoked = sum(services.api_key_revoke(key=key) for key in queryset.order_by("pk"))
+        self.message_user(request, f"Revoked {revoked} key(s).", messages.SUCCESS)
+
+
+@admin.register(Run)
+class RunAdmin(admin.ModelAdmin):
+    list_display = [
+        "id",
+        "agent",
+        "project",
+        "participant_id",
+        "user",
+        "thread_id",
+        "created_at",
+        "expires_at",
+    ]
+    list_filter = ["tenant", "agent", "project"]
+    search_fields = ["id", "participant_id", "thread_id", "session_id"]
+    list_select_related = ["agent", "project", "user"]
+    exclude = ["token_hash"]
+
+    def has_add_permission(self, request: Any) -> bool:
+        return False
+
+    def has_change_permission(self, request: Any, obj: Any = None) -> bool:
+        return False
+
+
+@admin.register(WorkerHeartbeat)
+class WorkerHeartbeatAdmin(admin.ModelAdmin):
+    list_display = ["hostname", "seen_at"]
+    list_filter = ["seen_at"]
+    search_fields = ["hostname"]
+    list_select_related: list[str] = []

@@ -1,0 +1,65 @@
+"""`Authorization: Bearer <API key or run token>` for every /v1 route."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+from django.utils import timezone
+from rest_framework import authentication, exceptions
+
+from kindmem.access import Principal
+from kindmem.credentials import API_KEY_MARKER, matches, split_token
+from kindmem.models import ApiKey, Run
+
+# last_used_at is refreshed at most this often, so a busy key is not a write per request.
+LAST_USED_GRANULARITY = timedelta(minutes=1)
+
+
+class BearerAuthentication(authentication.BaseAuthentication):
+    keyword = "Bearer"
+
+    def authenticate(self, request: Any) -> tuple[Any, Principal] | None:
+        header = authentication.get_authorization_header(request).decode("latin-1")
+        if not header:
+            return None
+        scheme, _, token = header.partition(" ")
+        if scheme != self.keyword or not token.strip():
+            raise exceptions.AuthenticationFailed("Use 'Authorization: Bearer <key or run token>'.")
+        token = token.strip()
+        parsed = split_token(token)
+        if parsed is None:
+            raise exceptions.AuthenticationFailed("Invalid credential.")
+        marker, prefix = parsed
+        principal = (
+            self._api_key(token, prefix) if marker == API_KEY_MARKER else self._run(token, prefix)
+        )
+        return (principal.user, principal)
+
+    def authenticate_header(self, request: Any) -> str:
+        return f'{self.keyword} realm="kindmem"'
+
+    def _api_key(self, token: str, prefix: str) -> Principal:
+        key = ApiKey.objects.select_related("user").filter(prefix=prefix).first()
+        if key is None or not matches(token, key.key_hash):
+            raise exceptions.AuthenticationFailed("Invalid credential.")
+        if key.is_revoked:
+            raise exceptions.AuthenticationFailed("This key was revoked.")
+        now = timezone.now()
+        if key.last_used_at is None or key.last_used_at < now - LAST_USED_GRANULARITY:
+            ApiKey.objects.filter(pk=key.pk).update(last_used_at=now)
+        return Principal(kind=key.kind, tenant_id=key.tenant_id, api_key=key, user=key.user)
+
+    def _run(self, token: str, prefix: str) -> Principal:
+        run = (
+            Run.objects.select_related("project", "agent", "user", "minted_by")
+            .filter(token_prefix=prefix)
+            .first()
+        )
+        if run is None or not matches(token, run.token_hash):
+            raise exceptions.AuthenticationFailed("Invalid credential.")
+        if run.is_expired:
+            raise exceptions.AuthenticationFailed("This run token has expired.")
+        if run.minted_by is not None and run.minted_by.is_revoked:
+            raise exceptions.AuthenticationFailed("The key that minted this run was revoked.")
+        return Principal(kind="run", tenant_id=run.tenant_id, run=run, user=run.user)

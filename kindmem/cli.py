@@ -1,0 +1,14 @@
+"""`kindmem <command>`: Django's manage.py, installed as a console script."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+
+def main() -> int:
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "kindmem.settings")
+    from django.core.management import execute_from_command_line
+
+    execute_from_command_line(sys.argv)
+    return 0

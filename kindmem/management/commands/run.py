@@ -1,0 +1,88 @@
+"""`kindmem run`: migrate, seed the demo, then web + worker + beat until Ctrl-C."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from typing import Any
+
+from django.core.management import call_command
+from django.core.management.base import BaseCommand
+
+from kindmem.demo import demo_seed
+from kindmem.management.commands.seed_demo import format_credentials
+
+
+class Command(BaseCommand):
+    help = "Run kindmem on one machine: web (gunicorn), a Celery worker with beat, demo data."
+
+    def add_arguments(self, parser: Any) -> None:
+        parser.add_argument("--host", default=os.environ.get("KINDMEM_HOST", "127.0.0.1"))
+        parser.add_argument("--port", type=int, default=int(os.environ.get("KINDMEM_PORT", "8000")))
+        parser.add_argument("--no-demo", action="store_true", help="Skip the demo tenant.")
+
+    def handle(self, *args: Any, host: str, port: int, no_demo: bool, **options: Any) -> None:
+        call_command("migrate", interactive=False, verbosity=0)
+        creds = None if no_demo else demo_seed()
+        python = sys.executable
+        children = [
+            subprocess.Popen(  # noqa: S603 - fixed argv, no shell
+                [
+                    python,
+                    "-m",
+                    "gunicorn",
+                    "kindmem.wsgi",
+                    "--bind",
+                    f"{host}:{port}",
+                    "--workers",
+                    "2",
+                    "--access-logfile",
+                    "-",
+                ]
+            ),
+            subprocess.Popen(  # noqa: S603 - fixed argv, no shell
+                [
+                    python,
+                    "-m",
+                    "celery",
+                    "-A",
+                    "kindmem",
+                    "worker",
+                    "--beat",
+                    "--loglevel",
+                    "INFO",
+                    "--concurrency",
+                    "2",
+                ]
+            ),
+        ]
+        if creds is not None:
+            self.stdout.write(format_credentials(creds, base_url=f"http://{host}:{port}"))
+        self.stdout.write("Press Ctrl-C to stop.")
+        stopping = False
+
+        def stop(*_: Any) -> None:
+            nonlocal stopping
+            stopping = True
+
+        signal.signal(signal.SIGINT, stop)
+        signal.signal(signal.SIGTERM, stop)
+        try:
+            while not stopping and all(child.poll() is None for child in children):
+                time.sleep(0.5)
+        finally:
+            for child in children:
+                if child.poll() is None:
+                    child.send_signal(signal.SIGTERM)
+            for child in children:
+                try:
+                    child.wait(timeout=20)
+                except subprocess.TimeoutExpired:
+                    child.kill()
+        failed = [c.args[2] for c in children if c.returncode not in (0, -signal.SIGTERM, None)]
+        if failed and not stopping:
+            self.stderr.write(f"stopped because {failed} exited")
+            sys.exit(1)

@@ -1,0 +1,35 @@
+from __future__ import annotations
+
+from typing import Any
+
+from django.core.management.base import BaseCommand
+
+from kindmem.demo import demo_seed
+
+
+class Command(BaseCommand):
+    help = "Create or refresh the demo tenant and print its credentials."
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        creds = demo_seed()
+        self.stdout.write(format_credentials(creds, base_url=""))
+
+
+def format_credentials(creds: Any, *, base_url: str) -> str:
+    lines = [
+        "",
+        "kindmem is running." if base_url else "Demo tenant ready.",
+        *(
+            [f"  console:  {base_url}/console/", f"  API docs: {base_url}/v1/docs"]
+            if base_url
+            else []
+        ),
+        f"  tenant:   {creds.tenant.name} ({creds.tenant.id})",
+        f"  project:  {creds.project.name} ({creds.project.id})",
+        "  console logins (username / password):",
+        *(f"    {name:9} {password}" for name, password in creds.passwords.items()),
+        "  API keys (shown once):",
+        *(f"    {name:9} {key}" for name, key in creds.keys.items()),
+        "",
+    ]
+    return "\n".join(lines)

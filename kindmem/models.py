@@ -1,0 +1,173 @@
+"""Tenancy and credentials: tenants, orgs, projects, Kindgi users, agents, API keys and runs."""
+
+from __future__ import annotations
+
+import uuid
+
+from django.contrib.auth.models import AbstractUser
+from django.db import models
+from django.db.models import Q
+from django.utils import timezone
+
+
+class Tenant(models.Model):
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    name = models.CharField(max_length=200, unique=True)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Org(models.Model):
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="orgs")
+    name = models.CharField(max_length=200)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["tenant", "name"], name="org_name_per_tenant")
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Project(models.Model):
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="projects")
+    org = models.ForeignKey(Org, on_delete=models.CASCADE, related_name="projects")
+    name = models.CharField(max_length=200)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["tenant", "name"], name="project_name_per_tenant")
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class User(AbstractUser):
+    """A Kindgi user: a person of one tenant (platform superusers have none)."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    tenant = models.ForeignKey(
+        Tenant, on_delete=models.CASCADE, related_name="users", null=True, blank=True
+    )
+    orgs = models.ManyToManyField(Org, related_name="members", blank=True)
+    projects = models.ManyToManyField(Project, related_name="members", blank=True)
+
+
+class Agent(models.Model):
+    """An agent of a tenant, by its own id and version, with what it may remember."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="agents")
+    agent_id = models.SlugField(max_length=100, help_text="The agent's own id, e.g. 'support-bot'.")
+    version = models.CharField(max_length=50, default="1")
+    name = models.CharField(max_length=200, blank=True)
+    # The fact types it may remember, each with the scope it lands in and keep_days. Shape
+    # and validation come with the `remember` tool.
+    memory_declarations = models.JSONField(default=list, blank=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["tenant", "agent_id"], name="agent_id_per_tenant")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.agent_id}@{self.version}"
+
+
+class PrincipalKind(models.TextChoices):
+    ADMIN = "admin", "tenant admin"
+    USER = "user", "Kindgi user"
+    APP = "app", "app (for all end users of its projects)"
+
+
+class ApiKey(models.Model):
+    """A long-lived credential. The key is shown once; only its SHA-256 is stored.
+
+    Keys are 256-bit random tokens, so a fast hash is as safe as a slow one here (nothing to
+    brute-force), and the lookup by `prefix` stays one indexed row.
+    """
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="api_keys")
+    kind = models.CharField(max_length=10, choices=PrincipalKind.choices)
+    name = models.CharField(max_length=200)
+    user = models.ForeignKey(
+        User, on_delete=models.CASCADE, null=True, blank=True, related_name="api_keys"
+    )
+    projects = models.ManyToManyField(Project, blank=True, related_name="app_keys")
+    prefix = models.CharField(max_length=16, unique=True)
+    key_hash = models.CharField(max_length=64)
+    created_at = models.DateTimeField(default=timezone.now)
+    last_used_at = models.DateTimeField(null=True, blank=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(kind__in=PrincipalKind.values), name="api_key_kind_valid"
+            ),
+            models.CheckConstraint(
+                condition=~Q(kind=PrincipalKind.USER) | Q(user__isnull=False),
+                name="user_key_names_its_user",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.kind}, kmk_{self.prefix}…)"
+
+    @property
+    def is_revoked(self) -> bool:
+        return self.revoked_at is not None
+
+
+class Run(models.Model):
+    """One agent run: the containers its calls act in, and the hash of its short-lived token."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="runs")
+    agent = models.ForeignKey(Agent, on_delete=models.PROTECT, related_name="runs")
+    agent_version = models.CharField(max_length=50)
+    project = models.ForeignKey(Project, on_delete=models.PROTECT, related_name="runs")
+    participant_id = models.CharField(max_length=200, null=True, blank=True)
+    user = models.ForeignKey(
+        User, on_delete=models.PROTECT, null=True, blank=True, related_name="runs"
+    )
+    thread_id = models.CharField(max_length=200, null=True, blank=True)
+    session_id = models.CharField(max_length=200, null=True, blank=True)
+    minted_by = models.ForeignKey(
+        ApiKey, on_delete=models.SET_NULL, null=True, blank=True, related_name="runs"
+    )
+    token_prefix = models.CharField(max_length=16, unique=True)
+    token_hash = models.CharField(max_length=64)
+    created_at = models.DateTimeField(default=timezone.now)
+    expires_at = models.DateTimeField()
+
+    class Meta:
+        indexes = [
+            # erasure and access requests find a person's runs
+            models.Index(fields=["tenant", "participant_id"], name="run_by_participant"),
+        ]
+
+    def __str__(self) -> str:
+        return f"run {self.id}"
+
+    @property
+    def is_expired(self) -> bool:
+        return self.expires_at <= timezone.now()
+
+
+class WorkerHeartbeat(models.Model):
+    """The last time each worker ran the heartbeat task: /healthz reports worker liveness."""
+
+    hostname = models.CharField(max_length=200, primary_key=True)
+    seen_at = models.DateTimeField()
+    token = models.CharField(max_length=64, blank=True)
+
+    def __str__(self) -> str:
+        return self.hostname

@@ -1,0 +1,114 @@
+"""Writes to tenancy and credentials: one function per action."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import timedelta
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from kindmem.access import Principal
+from kindmem.credentials import API_KEY_MARKER, RUN_TOKEN_MARKER, new_token
+from kindmem.errors import Forbidden, NotFound, ValidationFailed
+from kindmem.models import Agent, ApiKey, PrincipalKind, Project, Run, Tenant, User
+
+
+@transaction.atomic
+def api_key_create(
+    *,
+    tenant: Tenant,
+    kind: str,
+    name: str,
+    user: User | None = None,
+    projects: Iterable[Project] = (),
+) -> tuple[ApiKey, str]:
+    """Create a key and return it with its plaintext, which is never stored or shown again."""
+    if kind not in PrincipalKind.values:
+        raise ValidationFailed(f"Unknown key kind {kind!r}.")
+    if kind == PrincipalKind.USER and (user is None or user.tenant_id != tenant.id):
+        raise ValidationFailed("A user key names a user of its tenant.")
+    projects = list(projects)
+    if kind == PrincipalKind.APP and not projects:
+        raise ValidationFailed("An app key acts for the end users of at least one project.")
+    if any(p.tenant_id != tenant.id for p in projects):
+        raise ValidationFailed("An app key's projects belong to its tenant.")
+    token, prefix, key_hash = new_token(API_KEY_MARKER)
+    key = ApiKey.objects.create(
+        tenant=tenant, kind=kind, name=name, user=user, prefix=prefix, key_hash=key_hash
+    )
+    if projects:
+        key.projects.set(projects)
+    return key, token
+
+
+def api_key_revoke(*, key: ApiKey) -> bool:
+    """Revoke a key (and the runs it minted stop authenticating). False if it already was."""
+    changed = ApiKey.objects.filter(pk=key.pk, revoked_at__isnull=True).update(
+        revoked_at=timezone.now()
+    )
+    key.refresh_from_db(fields=["revoked_at"])
+    return changed == 1
+
+
+@transaction.atomic
+def run_mint(
+    *,
+    principal: Principal,
+    agent_id: str,
+    project_id: str,
+    participant_id: str | None = None,
+    user_id: str | None = None,
+    thread_id: str | None = None,
+    session_id: str | None = None,
+) -> tuple[Run, str]:
+    """Mint a run for an app or a Kindgi user, and its short-lived token.
+
+    An app mints runs in its own projects, for any of their end users (participants) and,
+    optionally, a member Kindgi user. A Kindgi user mints runs in projects it is a member of,
+    acting for itself only.
+    """
+    if principal.kind not in {PrincipalKind.APP, PrincipalKind.USER}:
+        raise Forbidden("Only an app or a Kindgi user credential mints runs.")
+    tenant_id = principal.tenant_id
+    agent = Agent.objects.filter(tenant_id=tenant_id, agent_id=agent_id).first()
+    if agent is None:
+        raise NotFound(f"No agent {agent_id!r} in this tenant.")
+    project = Project.objects.filter(tenant_id=tenant_id, pk=project_id).first()
+    if project is None:
+        raise NotFound("No such project in this tenant.")
+    user = None
+    if principal.kind == PrincipalKind.APP:
+        assert principal.api_key is not None
+        if not principal.api_key.projects.filter(pk=project.pk).exists():
+            raise Forbidden("This app key does not act for that project.")
+        if user_id is not None:
+            user = User.objects.filter(tenant_id=tenant_id, pk=user_id, projects=project).first()
+            if user is None:
+                raise NotFound("No such user in that project.")
+    else:
+        user = principal.user
+        assert user is not None
+        if user_id is not None and str(user_id) != str(user.pk):
+            raise Forbidden("A user credential mints runs for itself only.")
+        if not user.projects.filter(pk=project.pk).exists():
+            raise Forbidden("You are not a member of that project.")
+    token, prefix, token_hash = new_token(RUN_TOKEN_MARKER)
+    now = timezone.now()
+    run = Run.objects.create(
+        tenant_id=tenant_id,
+        agent=agent,
+        agent_version=agent.version,
+        project=project,
+        participant_id=participant_id,
+        user=user,
+        thread_id=thread_id,
+        session_id=session_id,
+        minted_by=principal.api_key,
+        token_prefix=prefix,
+        token_hash=token_hash,
+        created_at=now,
+        expires_at=now + timedelta(seconds=settings.RUN_TOKEN_TTL_SECONDS),
+    )
+    return run, token

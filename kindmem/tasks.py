@@ -1,0 +1,18 @@
+from __future__ import annotations
+
+import socket
+
+from celery import shared_task
+from django.utils import timezone
+
+from kindmem.models import WorkerHeartbeat
+
+
+@shared_task(
+    name="kindmem.tasks.record_heartbeat", soft_time_limit=20, time_limit=30, max_retries=0
+)
+def record_heartbeat(token: str = "") -> None:
+    """Record that a worker is alive (beat runs it every minute; /healthz reports its age)."""
+    WorkerHeartbeat.objects.update_or_create(
+        hostname=socket.gethostname(), defaults={"seen_at": timezone.now(), "token": token}
+    )

@@ -1,0 +1,196 @@
+from __future__ import annotations
+
+import hashlib
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from kindmem import services
+from kindmem.models import ApiKey, Run
+from tests import factories
+
+
+def test_api_key_is_stored_hashed_and_recognisably_prefixed(world):
+    # given a freshly created key
+    key, token = world.app.key, world.app.token
+    # then only its hash is stored, and the plaintext carries the kindmem marker
+    stored = ApiKey.objects.get(pk=key.pk)
+    assert token.startswith("kmk_")
+    assert token[4:16] == stored.prefix
+    assert stored.key_hash == hashlib.sha256(token.encode()).hexdigest()
+    assert token not in {getattr(stored, f.attname) for f in ApiKey._meta.concrete_fields}
+
+
+def test_valid_key_authenticates_and_records_last_use(api, world):
+    response = api.get("/v1/me", **world.admin.headers)
+    assert response.status_code == 200
+    assert response.json()["kind"] == "admin"
+    assert ApiKey.objects.get(pk=world.admin.key.pk).last_used_at is not None
+
+
+def test_revoked_key_is_refused_with_unauthenticated(api, world):
+    # given a revoked key
+    assert services.api_key_revoke(key=world.app.key) is True
+    # when it is used
+    response = api.get("/v1/me", **world.app.headers)
+    # then it is refused in the one error shape
+    assert response.status_code == 401
+    assert response.json() == {
+        "code": "unauthenticated",
+        "message": "This key was revoked.",
+        "details": None,
+    }
+    # and revoking twice reports that nothing changed
+    assert services.api_key_revoke(key=world.app.key) is False
+
+
+def test_revoked_key_cannot_mint_runs_and_nothing_is_written(api, world):
+    services.api_key_revoke(key=world.app.key)
+    response = api.post(
+        "/v1/runs",
+        {"agent_id": "support-bot", "project_id": str(world.project.id)},
+        format="json",
+        **world.app.headers,
+    )
+    assert response.status_code == 401
+    assert Run.objects.count() == 0
+
+
+@pytest.mark.parametrize(
+    "header",
+    [
+        "Bearer kmk_doesnotexistdoesnotexistdoesnotexistdoesnotexist1234",
+        "Bearer not-a-key",
+        "Basic dXNlcjpwYXNz",
+        "Bearer ",
+    ],
+)
+def test_unknown_or_malformed_credentials_are_refused(api, world, header):
+    response = api.get("/v1/me", HTTP_AUTHORIZATION=header)
+    assert response.status_code == 401
+    assert response.json()["code"] == "unauthenticated"
+
+
+def test_a_key_with_the_right_prefix_but_wrong_secret_is_refused(api, world):
+    token = world.admin.token
+    forged = token[:-1] + ("A" if token[-1] != "A" else "B")
+    response = api.get("/v1/me", HTTP_AUTHORIZATION=f"Bearer {forged}")
+    assert response.status_code == 401
+
+
+def test_app_key_mints_a_run_whose_token_acts_with_the_runs_readers(api, world):
+    # when an app mints a run for one of its end users
+    response = api.post(
+        "/v1/runs",
+        {
+            "agent_id": "support-bot",
+            "project_id": str(world.project.id),
+            "participant_id": "cust-42",
+            "thread_id": "conv-7",
+        },
+        format="json",
+        **world.app.headers,
+    )
+    assert response.status_code == 201
+    body = response.json()
+    assert body["token"].startswith("kmr_")
+    assert body["run"]["agent_version"] == "1.0.0"
+    # then calls with the run token act for that run only
+    me = api.get("/v1/me", HTTP_AUTHORIZATION=f"Bearer {body['token']}").json()
+    assert me["kind"] == "run"
+    assert me["run_id"] == body["run"]["id"]
+    assert me["readers"] == {
+        "all": False,
+        "project_ids": [str(world.project.id)],
+        "org_ids": [str(world.org.id)],
+        "user_ids": [],
+        "participant_ids": ["cust-42"],
+        "thread_ids": ["conv-7"],
+        "on_behalf_of_project_ids": [],
+    }
+
+
+def test_expired_run_token_is_refused(api, world):
+    minted = factories.run_create(world.app, world.project)
+    Run.objects.filter(pk=minted.run.pk).update(expires_at=timezone.now() - timedelta(seconds=1))
+    response = api.get("/v1/me", **minted.headers)
+    assert response.status_code == 401
+    assert response.json()["message"] == "This run token has expired."
+
+
+def test_run_token_stops_working_when_its_minting_key_is_revoked(api, world):
+    minted = factories.run_create(world.app, world.project)
+    assert api.get("/v1/me", **minted.headers).status_code == 200
+    services.api_key_revoke(key=world.app.key)
+    assert api.get("/v1/me", **minted.headers).status_code == 401
+
+
+def test_a_run_token_cannot_mint_another_run(api, world):
+    minted = factories.run_create(world.app, world.project)
+    response = api.post(
+        "/v1/runs",
+        {"agent_id": "support-bot", "project_id": str(world.project.id)},
+        format="json",
+        **minted.headers,
+    )
+    assert response.status_code == 403
+    assert response.json()["code"] == "forbidden"
+
+
+def test_another_tenants_key_cannot_mint_in_this_tenants_project(api, world, other_world):
+    response = api.post(
+        "/v1/runs",
+        {"agent_id": "support-bot", "project_id": str(world.project.id)},
+        format="json",
+        **other_world.app.headers,
+    )
+    assert response.status_code == 404
+    assert response.json()["code"] == "not-found"
+    assert Run.objects.count() == 0
+
+
+def test_an_app_key_cannot_mint_in_a_project_it_does_not_act_for(api, world):
+    elsewhere = factories.project_create(world.tenant)
+    response = api.post(
+        "/v1/runs",
+        {"agent_id": "support-bot", "project_id": str(elsewhere.id)},
+        format="json",
+        **world.app.headers,
+    )
+    assert response.status_code == 403
+    assert Run.objects.count() == 0
+
+
+def test_a_user_key_mints_runs_for_itself_in_its_projects_only(api, world):
+    ok = api.post(
+        "/v1/runs",
+        {"agent_id": "support-bot", "project_id": str(world.project.id)},
+        format="json",
+        **world.user_key.headers,
+    )
+    assert ok.status_code == 201
+    assert ok.json()["run"]["user_id"] == str(world.user.id)
+    someone_else = factories.user_create(world.tenant, projects=[world.project])
+    refused = api.post(
+        "/v1/runs",
+        {
+            "agent_id": "support-bot",
+            "project_id": str(world.project.id),
+            "user_id": str(someone_else.id),
+        },
+        format="json",
+        **world.user_key.headers,
+    )
+    assert refused.status_code == 403
+    assert Run.objects.count() == 1
+
+
+def test_admin_key_does_not_mint_runs(api, world):
+    response = api.post(
+        "/v1/runs",
+        {"agent_id": "support-bot", "project_id": str(world.project.id)},
+        format="json",
+        **world.admin.headers,
+    )
+    assert response.status_code == 403

@@ -1,0 +1,100 @@
+"""A real Celery worker process round-trip, on the embedded default broker and on Redis."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+from urllib.parse import quote
+
+import pytest
+from django.db import connection
+from kombu import Connection
+
+from kindmem.models import WorkerHeartbeat
+from kindmem.tasks import record_heartbeat
+
+REDIS_URL = os.environ.get("KINDMEM_TEST_REDIS_URL", "")
+
+
+def _database_url() -> str:
+    params = connection.get_connection_params()
+    host = quote(str(params.get("host", "")), safe="")
+    return f"postgresql://{params['user']}@{host}:{params.get('port') or 5432}/{params['dbname']}"
+
+
+def _start_worker(data_dir: Path, broker_url: str) -> subprocess.Popen[bytes]:
+    env = {
+        **os.environ,
+        "DATABASE_URL": _database_url(),
+        "SECRET_KEY": "test-worker",
+        "KINDMEM_DATA_DIR": str(data_dir),
+        "CELERY_BROKER_URL": broker_url,
+    }
+    return subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "celery",
+            "-A",
+            "kindmem",
+            "worker",
+            "--pool",
+            "solo",
+            "--loglevel",
+            "WARNING",
+            "--without-mingle",
+            "--without-gossip",
+            "--without-heartbeat",
+        ],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+
+
+def _round_trip(broker: Connection, worker: subprocess.Popen[bytes]) -> None:
+    token = uuid.uuid4().hex
+    try:
+        record_heartbeat.apply_async(args=[token], connection=broker)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            if WorkerHeartbeat.objects.filter(token=token).exists():
+                return
+            assert worker.poll() is None, worker.stderr.read().decode() if worker.stderr else ""
+            time.sleep(0.2)
+        pytest.fail("the worker did not run the task within 60 s")
+    finally:
+        worker.send_signal(signal.SIGTERM)
+        worker.wait(timeout=30)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_real_worker_runs_a_task_from_the_embedded_filesystem_broker(tmp_path):
+    folder = tmp_path / "broker" / "queue"
+    folder.mkdir(parents=True)
+    (tmp_path / "broker" / "processed").mkdir()
+    worker = _start_worker(tmp_path, "filesystem://")
+    broker = Connection(
+        "filesystem://",
+        transport_options={"data_folder_in": str(folder), "data_folder_out": str(folder)},
+    )
+    _round_trip(broker, worker)
+
+
+@pytest.mark.redis
+@pytest.mark.django_db(transaction=True)
+def test_a_real_worker_runs_a_task_from_redis(tmp_path):
+    if not REDIS_URL:
+        pytest.skip("KINDMEM_TEST_REDIS_URL is not set: no Redis to test against")
+    try:
+        with Connection(REDIS_URL) as probe:
+            probe.ensure_connection(max_retries=1, timeout=2)
+    except Exception as exc:  # any failure to connect means there is no Redis here
+        pytest.skip(f"no Redis answers at {REDIS_URL}: {exc.__class__.__name__}")
+    worker = _start_worker(tmp_path, REDIS_URL)
+    _round_trip(Connection(REDIS_URL), worker)
