@@ -85,6 +85,7 @@ INSTALLED_APPS = [
     "kindmem",
     "facts",
     "recall",
+    "runlog",
     "approvals",
     "privacy",
 ]
@@ -190,7 +191,8 @@ SPECTACULAR_SETTINGS = {
 RUN_TOKEN_TTL_SECONDS = env_int("KINDMEM_RUN_TOKEN_TTL_SECONDS", 3600)
 
 # Embeddings (the providers arrive with the search work): none | local | openai.
-EMBEDDER = env_choice("KINDMEM_EMBEDDER", "none", {"none", "local", "openai"})
+# `hashing` is a deterministic stand-in for tests and benchmarks, not for real use.
+EMBEDDER = env_choice("KINDMEM_EMBEDDER", "none", {"none", "local", "openai", "hashing"})
 EMBEDDER_URL = os.environ.get("KINDMEM_EMBEDDER_URL", "")
 EMBEDDER_MODEL = os.environ.get("KINDMEM_EMBEDDER_MODEL", "")
 EMBEDDER_API_KEY = os.environ.get("KINDMEM_EMBEDDER_API_KEY", "")

@@ -28,7 +28,10 @@ api_v1 = [
     ),
 ]
 
+APP_ROUTES = ["facts.urls", "recall.urls", "runlog.urls", "approvals.urls", "privacy.urls"]
+
 urlpatterns = [
+    *(path("v1/", include(module)) for module in APP_ROUTES),
     path("healthz", views.healthz, name="healthz"),
     path("v1/", include(api_v1)),
     path("console/", admin.site.urls),
