@@ -171,3 +171,42 @@ class WorkerHeartbeat(models.Model):
 
     def __str__(self) -> str:
         return self.hostname
+
+
+class SubjectKind(models.TextChoices):
+    PARTICIPANT = "participant", "an app's end user"
+    USER = "user", "a Kindgi user"
+    EXTERNAL = "external", "an external subject id"
+    CONVERSATION = "conversation", "one conversation"
+
+
+class ErasureHold(models.Model):
+    """While a row exists, nothing new lands for that person (or conversation) and reads of
+    their data return nothing. The privacy app creates it when it accepts an erasure and
+    removes it when the erasure completes; every write path checks it (`kindmem.holds`).
+
+    It lives here, below every app, because facts, recall and the run log all consult it and
+    imports run one way (kindmem <- facts <- recall, privacy).
+    """
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="erasure_holds")
+    subject_kind = models.CharField(max_length=20, choices=SubjectKind.choices)
+    subject_id = models.CharField(max_length=200)
+    erasure_id = models.UUIDField(help_text="The privacy app's erasure request.")
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["tenant", "subject_kind", "subject_id", "erasure_id"],
+                name="one_hold_per_erasure_and_subject",
+            ),
+        ]
+        indexes = [
+            # the write-path check: is this person held?
+            models.Index(fields=["tenant", "subject_kind", "subject_id"], name="hold_by_subject"),
+        ]
+
+    def __str__(self) -> str:
+        return f"hold {self.subject_kind}:{self.subject_id}"
