@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: run test lint
+.PHONY: run test lint browser
 
 $(BIN)/activate:
 	$(PYTHON) -m venv $(VENV)
@@ -20,7 +20,11 @@ $(VENV)/.installed-test: pyproject.toml | $(BIN)/activate
 run: $(VENV)/.installed-run
 	$(BIN)/kindmem run
 
-test: $(VENV)/.installed-test
+# The console's tests drive Debian's Chromium (Playwright never downloads a browser here).
+browser:
+	@test -x /usr/bin/chromium || { apt-get update -qq && apt-get install -y -qq chromium >/dev/null; }
+
+test: $(VENV)/.installed-test browser
 	$(BIN)/pytest
 
 lint: $(VENV)/.installed-test

@@ -1,12 +1,18 @@
 from __future__ import annotations
 
+import os
+from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import pytest
 from django.conf import settings
 from rest_framework.test import APIClient
 
 from tests import factories
+
+if TYPE_CHECKING:
+    from playwright.sync_api import Browser, Page
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -70,3 +76,47 @@ def other_world(db: None) -> World:
         app=factories.app_key_create(tenant, [project]),
         user_key=factories.user_key_create(user),
     )
+
+
+CHROMIUM = os.environ.get("KINDMEM_CHROMIUM", "/usr/bin/chromium")
+
+
+@pytest.fixture(scope="session")
+def browser() -> Iterator[Browser]:
+    """Headless Chromium (Debian's package) driven by Playwright, for the console's tests."""
+    from playwright.sync_api import sync_playwright
+
+    # Playwright's sync API runs an event loop in this thread; the ORM calls the tests make
+    # between browser steps are still plain synchronous code.
+    os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+    with sync_playwright() as playwright:
+        instance = playwright.chromium.launch(
+            executable_path=CHROMIUM,
+            args=[
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-quic",
+                "--no-first-run",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--disable-sync",
+            ],
+        )
+        yield instance
+        instance.close()
+
+
+@pytest.fixture
+def page(browser: Browser) -> Iterator[Page]:
+    context = browser.new_context()
+    tab = context.new_page()
+    tab.set_default_timeout(10_000)
+    yield tab
+    context.close()
+
+
+def console_login(page: Page, base_url: str, username: str, password: str) -> None:
+    page.goto(f"{base_url}/console/login/")
+    page.fill("#id_username", username)
+    page.fill("#id_password", password)
+    page.click("input[type=submit]")
