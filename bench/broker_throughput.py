@@ -62,9 +62,23 @@ def one_run(transport: str, tasks: int) -> float:
             url = sqlalchemy_url()
         env["CELERY_BROKER_URL"] = url
         worker = subprocess.Popen(
-            [sys.executable, "-m", "celery", "-A", "kindmem", "worker", "--include",
-             "bench.broker_tasks", "--pool", "solo", "--loglevel", "ERROR",
-             "--without-mingle", "--without-gossip", "--without-heartbeat"],
+            [
+                sys.executable,
+                "-m",
+                "celery",
+                "-A",
+                "kindmem",
+                "worker",
+                "--include",
+                "bench.broker_tasks",
+                "--pool",
+                "solo",
+                "--loglevel",
+                "ERROR",
+                "--without-mingle",
+                "--without-gossip",
+                "--without-heartbeat",
+            ],
             env=env,
             cwd=ROOT,
         )

@@ -86,6 +86,7 @@ INSTALLED_APPS = [
     "facts",
     "recall",
     "runlog",
+    "audit",
     "approvals",
     "privacy",
 ]
@@ -225,6 +226,7 @@ CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_BEAT_SCHEDULE_FILENAME = str(DATA_DIR / "celerybeat-schedule")
 CELERY_BEAT_SCHEDULE: dict[str, dict[str, object]] = {
     "record-heartbeat": {"task": "kindmem.tasks.record_heartbeat", "schedule": 60.0},
+    "purge-audit-events": {"task": "audit.tasks.purge_audit_events", "schedule": 86400.0},
 }
 
 LOGGING = {

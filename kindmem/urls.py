@@ -28,7 +28,14 @@ api_v1 = [
     ),
 ]
 
-APP_ROUTES = ["facts.urls", "recall.urls", "runlog.urls", "approvals.urls", "privacy.urls"]
+APP_ROUTES = [
+    "facts.urls",
+    "recall.urls",
+    "runlog.urls",
+    "approvals.urls",
+    "privacy.urls",
+    "audit.urls",
+]
 
 urlpatterns = [
     *(path("v1/", include(module)) for module in APP_ROUTES),

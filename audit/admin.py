@@ -1,0 +1,70 @@
+"""The audit stream in the console: the API's filters, scoped to the staff member's tenant."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib import admin
+
+from audit.models import AuditEvent, AuditPolicy
+
+
+def staff_tenant_queryset(request: Any, queryset: Any) -> Any:
+    tenant_id = getattr(request.user, "tenant_id", None)
+    if tenant_id is not None:
+        return queryset.filter(tenant_id=tenant_id)
+    return queryset if request.user.is_superuser else queryset.none()
+
+
+@admin.register(AuditEvent)
+class AuditEventAdmin(admin.ModelAdmin):
+    list_display = [
+        "seq",
+        "timestamp",
+        "phase",
+        "outcome",
+        "error_code",
+        "kind",
+        "principal",
+        "agent_id",
+        "endpoint",
+    ]
+    list_filter = ["phase", "outcome", "kind", "principal_kind", "timestamp"]
+    search_fields = ["principal", "agent_id", "endpoint"]
+    list_select_related = ["tenant"]
+    date_hierarchy = "timestamp"
+    ordering = ["-seq"]
+
+    def get_queryset(self, request: Any) -> Any:
+        return staff_tenant_queryset(request, super().get_queryset(request))
+
+    def get_search_results(self, request: Any, queryset: Any, search_term: str) -> Any:
+        """A subject ("participant:p-1") or a fact/message id matches through the GIN indexes."""
+        term = search_term.strip()
+        if term.split(":", 1)[0] in {"participant", "user", "external"}:
+            return queryset.about_subject(term), False
+        if term:
+            touching = queryset.touching(term)
+            if touching.exists():
+                return touching, False
+        return super().get_search_results(request, queryset, search_term)
+
+    def has_add_permission(self, request: Any) -> bool:
+        return False
+
+    def has_change_permission(self, request: Any, obj: Any = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: Any, obj: Any = None) -> bool:
+        return False
+
+
+@admin.register(AuditPolicy)
+class AuditPolicyAdmin(admin.ModelAdmin):
+    list_display = ["tenant", "retention_days", "record_query_text"]
+    list_filter = ["record_query_text"]
+    search_fields = ["tenant__name"]
+    list_select_related = ["tenant"]
+
+    def get_queryset(self, request: Any) -> Any:
+        return staff_tenant_queryset(request, super().get_queryset(request))

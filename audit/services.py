@@ -1,0 +1,119 @@
+"""Writing the audit stream: one event per request, in the request's transaction."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Any
+
+from django.db import connection, transaction
+from django.db.models import F, Func, Value
+from django.db.models.functions import Now
+from django.utils import timezone
+
+from audit.models import AuditEvent, AuditPolicy, Outcome
+from kindmem.access import Principal
+from kindmem.models import Tenant
+
+DEFAULT_POLICY = AuditPolicy(retention_days=365, record_query_text=False)
+
+
+@dataclass
+class AuditNote:
+    """What one request touched; a view fills it while it works (`self.audit`)."""
+
+    phase: str
+    kind: str
+    object_ids: list[str] = field(default_factory=list)
+    subjects: set[str] = field(default_factory=set)
+    project_id: str | None = None
+    query_snapshot: dict[str, Any] = field(default_factory=dict)
+
+    def touch(
+        self,
+        *,
+        ids: Iterable[object] = (),
+        subjects: Iterable[tuple[str, str] | str] = (),
+    ) -> None:
+        self.object_ids.extend(str(i) for i in ids)
+        for subject in subjects:
+            self.subjects.add(subject if isinstance(subject, str) else f"{subject[0]}:{subject[1]}")
+
+
+def _tenant_lock_key(tenant_id: uuid.UUID) -> int:
+    return int.from_bytes(tenant_id.bytes[:8], "big", signed=True)
+
+
+def audit_record(
+    *,
+    principal: Principal,
+    note: AuditNote,
+    outcome: str,
+    endpoint: str,
+    error_code: str = "",
+) -> AuditEvent:
+    """Append one event. Call it inside the transaction of the work it records.
+
+    The per-tenant advisory lock, held until commit, makes a tenant's `seq` order its commit
+    order: a reader paging by `since_seq` cannot pass an event that has not committed yet.
+    """
+    policy = AuditPolicy.objects.filter(tenant_id=principal.tenant_id).first() or DEFAULT_POLICY
+    snapshot = dict(note.query_snapshot)
+    if not policy.record_query_text:
+        snapshot.pop("query", None)
+    run = principal.run
+    with transaction.atomic():
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT pg_advisory_xact_lock(%s)", [_tenant_lock_key(principal.tenant_id)]
+            )
+        return AuditEvent.objects.create(
+            tenant_id=principal.tenant_id,
+            timestamp=timezone.now(),
+            phase=note.phase,
+            outcome=outcome,
+            error_code=error_code,
+            kind=note.kind,
+            endpoint=endpoint[:100],
+            principal=principal.id,
+            principal_kind=principal.kind,
+            run_id=run.id if run else None,
+            agent_id=run.agent.agent_id if run else "",
+            object_ids=list(dict.fromkeys(note.object_ids)),
+            subjects=sorted(note.subjects),
+            project_id=note.project_id or (run.project_id if run else None),
+            query_snapshot=snapshot,
+        )
+
+
+def audit_subject_scrub(*, tenant_id: uuid.UUID, subject: str) -> int:
+    """After an erasure: drop the person's id and any query text from events about them,
+    keeping that each access happened. Returns the number of events changed."""
+    return (
+        AuditEvent.objects.of_tenant(tenant_id)
+        .about_subject(subject)
+        .update(
+            subjects=Func(F("subjects"), Value(subject), function="array_remove"),
+            query_snapshot=Func(F("query_snapshot"), Value("query"), function="", arg_joiner=" - "),
+        )
+    )
+
+
+def audit_purge() -> int:
+    """Delete events older than each tenant's retention. Returns how many were deleted."""
+    deleted = 0
+    policies = {p.tenant_id: p.retention_days for p in AuditPolicy.objects.all()}
+    for tenant_id in Tenant.objects.values_list("id", flat=True).order_by("id"):
+        days = policies.get(tenant_id, DEFAULT_POLICY.retention_days)
+        count, _ = (
+            AuditEvent.objects.of_tenant(tenant_id)
+            .filter(timestamp__lt=Now() - timedelta(days=days))
+            .delete()
+        )
+        deleted += count
+    return deleted
+
+
+__all__ = ["AuditNote", "Outcome", "audit_purge", "audit_record", "audit_subject_scrub"]
