@@ -93,6 +93,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "kindmem.limits.BodySizeLimitMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -177,6 +178,22 @@ REST_FRAMEWORK = {
     "EXCEPTION_HANDLER": "kindmem.errors.exception_handler",
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "UNAUTHENTICATED_USER": None,
+    "DEFAULT_THROTTLE_CLASSES": ["kindmem.limits.CredentialWriteThrottle"],
+    "DEFAULT_THROTTLE_RATES": {"writes": os.environ.get("KINDMEM_WRITE_RATE", "600/min")},
+}
+
+# The write throttle's counters: Redis where KINDMEM_CACHE_URL names it, else a database table
+# (created by `createcachetable`), so every web process shares one count per credential.
+_cache_url = os.environ.get("KINDMEM_CACHE_URL", "")
+CACHES = {
+    "default": (
+        {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": _cache_url}
+        if _cache_url
+        else {
+            "BACKEND": "django.core.cache.backends.db.DatabaseCache",
+            "LOCATION": "kindmem_cache",
+        }
+    )
 }
 
 SPECTACULAR_SETTINGS = {

@@ -26,6 +26,7 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, host: str, port: int, no_demo: bool, **options: Any) -> None:
         call_command("migrate", interactive=False, verbosity=0)
+        call_command("check_database")
         creds = None if no_demo else demo_seed()
         python = sys.executable
         children = [

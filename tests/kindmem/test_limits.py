@@ -1,0 +1,88 @@
+from __future__ import annotations
+
+import time
+
+import pytest
+from django.core.cache import cache
+from django.core.management import CommandError, call_command
+from django.db import connection
+
+from kindmem.durability import database_problems
+from kindmem.models import Run
+
+
+@pytest.fixture
+def tight_write_rate(settings):
+    from rest_framework.settings import api_settings
+    from rest_framework.throttling import SimpleRateThrottle
+
+    rates = {"writes": "2/min"}
+    original = SimpleRateThrottle.THROTTLE_RATES
+    SimpleRateThrottle.THROTTLE_RATES = rates
+    cache.clear()
+    yield
+    SimpleRateThrottle.THROTTLE_RATES = original
+    api_settings.reload()
+    cache.clear()
+
+
+def test_writes_past_the_credentials_rate_get_429_with_retry_after(api, world, tight_write_rate):
+    body = {"agent_id": "support-bot", "project_id": str(world.project.id)}
+    for _ in range(2):
+        assert api.post("/v1/runs", body, format="json", **world.app.headers).status_code == 201
+    # when the third write of the minute arrives
+    refused = api.post("/v1/runs", body, format="json", **world.app.headers)
+    # then it is refused, says when to come back, and writes nothing
+    assert refused.status_code == 429
+    assert refused.json()["code"] == "rate-limited"
+    assert int(refused["Retry-After"]) > 0
+    assert Run.objects.count() == 2
+    # and another credential has its own budget; reads are not throttled
+    assert api.post("/v1/runs", body, format="json", **world.user_key.headers).status_code == 201
+    assert api.get("/v1/me", **world.app.headers).status_code == 200
+
+
+def test_a_body_over_the_limit_is_refused_before_it_is_read(api, world, settings):
+    settings.DATA_UPLOAD_MAX_MEMORY_SIZE = 1000
+    response = api.post(
+        "/v1/runs",
+        {"agent_id": "support-bot", "project_id": str(world.project.id), "session_id": "x" * 2000},
+        format="json",
+        **world.app.headers,
+    )
+    assert response.status_code == 413
+    assert response.json()["code"] == "request-too-large"
+    assert Run.objects.count() == 0
+
+
+def test_the_embedded_database_is_durable_and_has_pgvector_08(db):
+    assert database_problems() == []
+    call_command("check_database")
+
+
+def _set_fsync(value: str) -> None:
+    with connection.cursor() as cursor:
+        cursor.execute(f"ALTER SYSTEM SET fsync = {value}")
+        cursor.execute("SELECT pg_reload_conf()")
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        connection.close()  # a new session sees the reloaded setting
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT current_setting('fsync')")
+            if cursor.fetchone()[0] == value:
+                return
+        time.sleep(0.1)
+    raise AssertionError(f"fsync did not become {value}")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_kindmem_refuses_a_database_with_fsync_off():
+    _set_fsync("off")
+    try:
+        assert database_problems() == ["fsync is off: a crash could lose committed writes"]
+        with pytest.raises(CommandError, match="refuses to start"):
+            call_command("check_database")
+    finally:
+        with connection.cursor() as cursor:
+            cursor.execute("ALTER SYSTEM RESET fsync")
+        _set_fsync("on")
