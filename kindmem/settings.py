@@ -205,6 +205,9 @@ SPECTACULAR_SETTINGS = {
     "SCHEMA_PATH_PREFIX": r"/v1",
 }
 
+# An erasure whose worker has not reported for this long is resumed by another.
+ERASURE_STALE_SECONDS = env_int("KINDMEM_ERASURE_STALE_SECONDS", 60)
+
 # Credentials
 RUN_TOKEN_TTL_SECONDS = env_int("KINDMEM_RUN_TOKEN_TTL_SECONDS", 3600)
 
@@ -244,6 +247,7 @@ CELERY_BEAT_SCHEDULE_FILENAME = str(DATA_DIR / "celerybeat-schedule")
 CELERY_BEAT_SCHEDULE: dict[str, dict[str, object]] = {
     "record-heartbeat": {"task": "kindmem.tasks.record_heartbeat", "schedule": 60.0},
     "purge-audit-events": {"task": "audit.tasks.purge_audit_events", "schedule": 86400.0},
+    "resume-erasures": {"task": "privacy.tasks.resume_erasures", "schedule": 30.0},
 }
 
 LOGGING = {

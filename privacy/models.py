@@ -1,0 +1,96 @@
+"""Erasure requests (GDPR Art. 17) and subject access requests (Art. 15)."""
+
+from __future__ import annotations
+
+import uuid
+
+from django.db import models
+from django.db.models import Q
+from django.utils import timezone
+
+from kindmem.models import SubjectKind, Tenant
+
+
+class RequestStatus(models.TextChoices):
+    PENDING = "pending"
+    RUNNING = "running"
+    COMPLETED = "completed"
+    FAILED = "failed"
+
+
+class ErasureRequest(models.Model):
+    """One erasure: its target, its progress (per step, committed with each batch, so a worker
+    that dies resumes where the last batch ended) and, once done, its receipt."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="erasures")
+    target_kind = models.CharField(max_length=20, choices=SubjectKind.choices)
+    # Cleared when the erasure completes: the receipt keeps no personal data.
+    target_id = models.CharField(max_length=200, blank=True)
+    reason = models.TextField()
+    requested_by = models.CharField(max_length=200)
+    status = models.CharField(
+        max_length=10, choices=RequestStatus.choices, default=RequestStatus.PENDING
+    )
+    created_at = models.DateTimeField(default=timezone.now)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
+    attempts = models.PositiveIntegerField(default=0)
+    # {"steps": {name: {"done": bool, "count": int}}, "digest": hex, "held": [...]}
+    progress = models.JSONField(default=dict, blank=True)
+    total_estimate = models.PositiveIntegerField(default=0)
+    receipt = models.JSONField(null=True, blank=True)
+    error = models.TextField(blank=True)
+
+    class Meta:
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(status__in=RequestStatus.values), name="erasure_status_valid"
+            ),
+            models.CheckConstraint(
+                condition=Q(target_kind__in=SubjectKind.values), name="erasure_target_kind_valid"
+            ),
+        ]
+        indexes = [
+            # the resume sweep finds unfinished erasures
+            models.Index(
+                fields=["status", "heartbeat_at"],
+                name="erasure_unfinished",
+                condition=Q(status__in=["pending", "running"]),
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"erasure {self.id} ({self.status})"
+
+    @property
+    def done_count(self) -> int:
+        steps = (self.progress or {}).get("steps", {})
+        return sum(step.get("count", 0) for step in steps.values())
+
+
+class AccessRequest(models.Model):
+    """A subject access request and the export built for it (erased with the person)."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="access_requests")
+    subject_kind = models.CharField(max_length=20, choices=SubjectKind.choices)
+    subject_id = models.CharField(max_length=200)
+    requested_by = models.CharField(max_length=200)
+    status = models.CharField(
+        max_length=10, choices=RequestStatus.choices, default=RequestStatus.PENDING
+    )
+    created_at = models.DateTimeField(default=timezone.now)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    export_json = models.JSONField(null=True, blank=True)
+    export_zip = models.BinaryField(null=True, blank=True)
+    error = models.TextField(blank=True)
+
+    class Meta:
+        indexes = [
+            models.Index(fields=["tenant", "subject_kind", "subject_id"], name="access_by_subject")
+        ]
+
+    def __str__(self) -> str:
+        return f"access request {self.id} ({self.status})"

@@ -1,0 +1,42 @@
+from __future__ import annotations
+
+import uuid
+from datetime import timedelta
+
+from celery import shared_task
+from celery.signals import worker_ready
+from django.conf import settings
+from django.db.models import Q
+from django.utils import timezone
+
+from privacy.erasure import erasure_run
+from privacy.models import ErasureRequest, RequestStatus
+
+
+@shared_task(name="privacy.tasks.erase_subject", acks_late=True, max_retries=3)
+def erase_subject(erasure_id: str) -> str | None:
+    """Run or resume one erasure (idempotent: a finished erasure is left as it is)."""
+    request = erasure_run(erasure_id=uuid.UUID(erasure_id))
+    return request.status if request else None
+
+
+@shared_task(name="privacy.tasks.resume_erasures", time_limit=60)
+def resume_erasures(*, stale_only: bool = True) -> int:
+    """Re-enqueue erasures whose worker stopped (a crash, a lost message). Beat runs it."""
+    unfinished = ErasureRequest.objects.filter(
+        status__in=[RequestStatus.PENDING, RequestStatus.RUNNING]
+    )
+    if stale_only:
+        stale = timezone.now() - timedelta(seconds=settings.ERASURE_STALE_SECONDS)
+        unfinished = unfinished.filter(Q(heartbeat_at__lt=stale) | Q(heartbeat_at__isnull=True))
+    ids = list(unfinished.order_by("created_at").values_list("id", flat=True))
+    for erasure_id in ids:
+        erase_subject.delay(str(erasure_id))
+    return len(ids)
+
+
+@worker_ready.connect
+def resume_erasures_when_a_worker_starts(**_: object) -> None:
+    # A worker that starts may be the one that replaced a crashed worker: resume at once
+    # instead of waiting for the beat (running an erasure twice is safe).
+    resume_erasures.delay(stale_only=False)
