@@ -3,6 +3,20 @@ from __future__ import annotations
 from rest_framework import serializers
 
 from runlog.models import LogKind
+from runlog.services import payload_problem
+
+
+class PayloadField(serializers.JSONField):
+    """A JSON object that the run log can store and hash (see `services.payload_problem`);
+    checked before DRF's own JSON checks, which recurse."""
+
+    def to_internal_value(self, data: object) -> object:
+        if not isinstance(data, dict):
+            raise serializers.ValidationError("The payload must be a JSON object.")
+        problem = payload_problem(data)
+        if problem is not None:
+            raise serializers.ValidationError(f"{problem[0]} (at {problem[1]})")
+        return super().to_internal_value(data)
 
 
 class LogAppendInput(serializers.Serializer):
@@ -10,13 +24,8 @@ class LogAppendInput(serializers.Serializer):
         choices=LogKind.choices,
         error_messages={"invalid_choice": "Unknown log kind {input!r}; see LogKind."},
     )
-    payload = serializers.JSONField(help_text="A JSON object.")
+    payload = PayloadField(help_text="A JSON object.")
     caused_by_log_id = serializers.UUIDField(required=False, allow_null=True)
-
-    def validate_payload(self, value: object) -> object:
-        if not isinstance(value, dict):
-            raise serializers.ValidationError("The payload must be a JSON object.")
-        return value
 
 
 class LogListInput(serializers.Serializer):

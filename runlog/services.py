@@ -62,24 +62,33 @@ def run_for_appending(*, principal: Principal, run_id: uuid.UUID) -> Run:
     raise Forbidden("This credential may not append to that run's log.")
 
 
-def _check_payload_values(value: Any, path: str) -> None:
-    """What JSON allows but the store cannot keep exactly: NUL characters (PostgreSQL text
-    refuses them) and non-finite numbers (JSON has none)."""
-    if isinstance(value, str):
-        if "\x00" in value:
-            raise ValidationFailed(
-                "The payload may not contain NUL characters.", details={"path": path}
-            )
-    elif isinstance(value, float):
-        if not math.isfinite(value):
-            raise ValidationFailed("The payload's numbers must be finite.", details={"path": path})
-    elif isinstance(value, dict):
-        for key, item in value.items():
-            _check_payload_values(key, path)
-            _check_payload_values(item, f"{path}.{key}")
-    elif isinstance(value, list):
-        for index, item in enumerate(value):
-            _check_payload_values(item, f"{path}[{index}]")
+# Deeper payloads are refused: no agent step needs more, and encoders recurse per level.
+MAX_PAYLOAD_DEPTH = 32
+
+
+def payload_problem(payload: Any) -> tuple[str, str] | None:
+    """Why a JSON value cannot be a payload, as (message, path), or None. Walks iteratively
+    (a hostile payload may be deeper than Python's recursion limit). Refused: more than
+    `MAX_PAYLOAD_DEPTH` levels, NUL characters (PostgreSQL text refuses them), non-finite
+    numbers (JSON has none)."""
+    stack: list[tuple[Any, str, int]] = [(payload, "payload", 1)]
+    while stack:
+        value, path, depth = stack.pop()
+        if isinstance(value, dict | list):
+            if depth > MAX_PAYLOAD_DEPTH:
+                return f"The payload nests deeper than {MAX_PAYLOAD_DEPTH} levels.", path
+            if isinstance(value, dict):
+                for key, item in value.items():
+                    if isinstance(key, str) and "\x00" in key:
+                        return "The payload may not contain NUL characters.", path
+                    stack.append((item, f"{path}.{key}", depth + 1))
+            else:
+                stack.extend((item, f"{path}[{i}]", depth + 1) for i, item in enumerate(value))
+        elif isinstance(value, str) and "\x00" in value:
+            return "The payload may not contain NUL characters.", path
+        elif isinstance(value, float) and not math.isfinite(value):
+            return "The payload's numbers must be finite.", path
+    return None
 
 
 def _stored_form(payload: dict[str, Any]) -> tuple[Any, int]:
@@ -104,7 +113,9 @@ def _validate(kind: str, payload: Any) -> None:
         )
     if not isinstance(payload, dict):
         raise ValidationFailed("The payload must be a JSON object.")
-    _check_payload_values(payload, "payload")
+    problem = payload_problem(payload)
+    if problem is not None:
+        raise ValidationFailed(problem[0], details={"path": problem[1]})
     # A cheap pre-check on the request's own size before the round trip to the database.
     limit = settings.RUNLOG_MAX_PAYLOAD_BYTES
     if len(chain.canonical_json(payload)) > 2 * limit:

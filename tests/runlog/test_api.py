@@ -68,6 +68,17 @@ def test_bad_appends_are_refused_with_a_validation_error_and_write_nothing(api, 
     assert not LogEntry.objects.exists()
 
 
+def test_a_payload_nested_too_deep_is_refused(api, minted):
+    # given 900 levels: within what the JSON parser takes, beyond the run log's limit of 32
+    body = '{"kind": "turn", "payload": {"a": ' + "[" * 900 + "]" * 900 + "}}"
+    response = api.post(
+        log_url(minted.run.id), body, content_type="application/json", **minted.headers
+    )
+    assert response.status_code == 400
+    assert "deeper than 32" in str(response.json()["details"])
+    assert not LogEntry.objects.exists()
+
+
 def test_malformed_json_is_refused_with_a_validation_error(api, minted):
     response = api.post(
         log_url(minted.run.id), "{not json", content_type="application/json", **minted.headers

@@ -50,6 +50,13 @@ def test_runs_have_separate_chains(world, minted):
     assert (entry.sequence, entry.prev_hash) == (1, GENESIS_HASH)
 
 
+def _nested(levels: int) -> list:
+    value: list = []
+    for _ in range(levels - 1):
+        value = [value]
+    return value
+
+
 @pytest.mark.parametrize(
     ("kind", "payload"),
     [
@@ -60,12 +67,20 @@ def test_runs_have_separate_chains(world, minted):
         ("turn", {"text": "nul \x00 inside"}),
         ("turn", {"x": float("nan")}),
         ("turn", {"x": float("inf")}),
+        ("turn", {"nul\x00key": 1}),
+        ("turn", {"deep": _nested(32)}),  # 33 levels
     ],
 )
 def test_bad_input_is_refused_and_nothing_is_written(minted, kind, payload):
     with pytest.raises(ValidationFailed):
         log_append(principal=minted.principal, run=minted.run, kind=kind, payload=payload)
     assert not LogEntry.objects.exists()
+
+
+def test_a_payload_32_levels_deep_is_accepted(minted):
+    # the object is level 1, so 31 levels of lists below it make 32
+    append(minted, "note", deep=_nested(31))
+    assert verify_run(minted.run).ok
 
 
 @override_settings(RUNLOG_MAX_PAYLOAD_BYTES=100)
