@@ -66,11 +66,22 @@ def run_for_appending(*, principal: Principal, run_id: uuid.UUID) -> Run:
 MAX_PAYLOAD_DEPTH = 32
 
 
+def _text_problem(text: str) -> str | None:
+    if "\x00" in text:
+        return "The payload may not contain NUL characters."
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate: JSON text may escape one
+        return "The payload's text must be valid Unicode (no lone surrogates)."
+    return None
+
+
 def payload_problem(payload: Any) -> tuple[str, str] | None:
     """Why a JSON value cannot be a payload, as (message, path), or None. Walks iteratively
     (a hostile payload may be deeper than Python's recursion limit). Refused: more than
-    `MAX_PAYLOAD_DEPTH` levels, NUL characters (PostgreSQL text refuses them), non-finite
-    numbers (JSON has none)."""
+    `MAX_PAYLOAD_DEPTH` levels, keys that are not strings, NUL characters and lone surrogates
+    (PostgreSQL text refuses them, UTF-8 cannot encode the latter), non-finite numbers (JSON
+    has none)."""
     stack: list[tuple[Any, str, int]] = [(payload, "payload", 1)]
     while stack:
         value, path, depth = stack.pop()
@@ -79,25 +90,51 @@ def payload_problem(payload: Any) -> tuple[str, str] | None:
                 return f"The payload nests deeper than {MAX_PAYLOAD_DEPTH} levels.", path
             if isinstance(value, dict):
                 for key, item in value.items():
-                    if isinstance(key, str) and "\x00" in key:
-                        return "The payload may not contain NUL characters.", path
+                    if not isinstance(key, str):
+                        return "The payload's keys must be strings.", path
+                    text_problem = _text_problem(key)
+                    if text_problem is not None:
+                        return text_problem, path
                     stack.append((item, f"{path}.{key}", depth + 1))
             else:
                 stack.extend((item, f"{path}[{i}]", depth + 1) for i, item in enumerate(value))
-        elif isinstance(value, str) and "\x00" in value:
-            return "The payload may not contain NUL characters.", path
-        elif isinstance(value, float) and not math.isfinite(value):
-            return "The payload's numbers must be finite.", path
+        elif isinstance(value, str):
+            text_problem = _text_problem(value)
+            if text_problem is not None:
+                return text_problem, path
+        elif isinstance(value, float):
+            if not math.isfinite(value):
+                return "The payload's numbers must be finite.", path
+        elif value is not None and not isinstance(value, int):  # bool is an int
+            return "The payload may hold only JSON values.", path
     return None
 
 
+def _contains_float(payload: Any) -> bool:
+    stack = [payload]
+    while stack:
+        value = stack.pop()
+        if isinstance(value, float):
+            return True
+        if isinstance(value, dict):
+            stack.extend(value.values())
+        elif isinstance(value, list):
+            stack.extend(value)
+    return False
+
+
 def _stored_form(payload: dict[str, Any]) -> tuple[Any, int]:
-    """The payload as PostgreSQL's jsonb will give it back (numbers normalized, e.g. 1e20 ->
-    100000000000000000000), decoded the way the model field decodes it, and its canonical size.
+    """The payload as PostgreSQL's jsonb will give it back, decoded the way the model field
+    decodes it, and its size in bytes of canonical JSON.
 
     The content hash is computed over this form, so that verifying later, from what the table
-    returns, recomputes the same hash.
+    returns, recomputes the same hash. Only numbers with a fraction or exponent change on the
+    way (jsonb keeps them as `numeric`: 1e20 comes back as 100000000000000000000, -0.0 as 0.0),
+    so only a payload holding a float pays for asking the database; strings, integers, booleans
+    and nulls come back as they went in, and a Python dict has sorted-able, unique keys.
     """
+    if not _contains_float(payload):
+        return payload, len(chain.canonical_json(payload))
     text = json.dumps(payload, ensure_ascii=False, allow_nan=False)
     with connection.cursor() as cursor:
         cursor.execute("SELECT %s::jsonb::text", [text])

@@ -79,6 +79,15 @@ def test_a_payload_nested_too_deep_is_refused(api, minted):
     assert not LogEntry.objects.exists()
 
 
+def test_a_lone_surrogate_is_refused(api, minted):
+    body = '{"kind": "turn", "payload": {"t": "\\ud800"}}'
+    response = api.post(
+        log_url(minted.run.id), body, content_type="application/json", **minted.headers
+    )
+    assert response.status_code == 400
+    assert not LogEntry.objects.exists()
+
+
 def test_malformed_json_is_refused_with_a_validation_error(api, minted):
     response = api.post(
         log_url(minted.run.id), "{not json", content_type="application/json", **minted.headers

@@ -68,6 +68,9 @@ def _nested(levels: int) -> list:
         ("turn", {"x": float("nan")}),
         ("turn", {"x": float("inf")}),
         ("turn", {"nul\x00key": 1}),
+        ("turn", {"lone": "\ud800"}),
+        ("turn", {1: "int key"}),
+        ("turn", {"when": object()}),
         ("turn", {"deep": _nested(32)}),  # 33 levels
     ],
 )
