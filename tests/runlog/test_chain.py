@@ -9,6 +9,8 @@ from datetime import UTC, datetime
 
 import pytest
 from django.db import IntegrityError, transaction
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from runlog import chain
 from runlog.chain import GENESIS_HASH, verify_run
@@ -274,3 +276,80 @@ def test_downgrading_an_erased_entry_to_version_1_is_detected(minted, five):
 
     result = verify_run(minted.run)
     assert (result.ok, result.first_bad_sequence) == (False, 4)
+
+
+TAMPERS = [
+    "payload",
+    "payload_salt",
+    "kind",
+    "created_at",
+    "content_hash",
+    "prev_hash",
+    "entry_hash",
+    "caused_by",
+    "swap",
+    "delete",
+]
+
+
+def _tamper(how: str, entries: list[LogEntry], position: int, at: int) -> int:
+    """Apply one tampering to the entry at `position` (1-based); return where it must be
+    detected."""
+    entry = entries[position - 1]
+    where = "WHERE id = %s"
+    if how == "payload":
+        sql(f"UPDATE {TABLE} SET payload = payload || '{{\"x\": 1}}' {where}", [entry.id])
+    elif how == "kind":
+        new_kind = "error" if entry.kind != "error" else "note"
+        sql(f"UPDATE {TABLE} SET kind = %s {where}", [new_kind, entry.id])
+    elif how == "created_at":
+        sql(
+            f"UPDATE {TABLE} SET created_at = created_at - interval '1 microsecond' {where}",
+            [entry.id],
+        )
+    elif how in {"payload_salt", "content_hash", "prev_hash", "entry_hash"}:
+        value = getattr(entry, how)
+        sql(f"UPDATE {TABLE} SET {how} = %s {where}", [_flip(value, at % len(value)), entry.id])
+    elif how == "caused_by":
+        # none -> a cause (the first entry, or for the first a later one); a cause -> none
+        if entry.caused_by_id is not None:
+            cause = None
+        else:
+            cause = entries[0].id if position > 1 else entries[1].id
+        sql(f"UPDATE {TABLE} SET caused_by_log_id = %s {where}", [cause, entry.id])
+    elif how == "swap":
+        other = position + 1 if position < len(entries) else position - 1
+        sql(f"UPDATE {TABLE} SET sequence = 1000 {where}", [entry.id])
+        sql(f"UPDATE {TABLE} SET sequence = %s {where}", [position, entries[other - 1].id])
+        sql(f"UPDATE {TABLE} SET sequence = %s {where}", [other, entry.id])
+        return min(position, other)
+    elif how == "delete":
+        # (the newest entry's deletion is only visible against a kept head; see README)
+        position = min(position, len(entries) - 1)
+        entry = entries[position - 1]
+        sql(f"UPDATE {TABLE} SET caused_by_log_id = NULL WHERE caused_by_log_id = %s", [entry.id])
+        sql(f"DELETE FROM {TABLE} {where}", [entry.id])
+    return position
+
+
+@settings(
+    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    how=st.sampled_from(TAMPERS),
+    position=st.integers(min_value=1, max_value=5),
+    at=st.integers(min_value=0, max_value=63),
+)
+def test_any_tampering_of_any_entry_is_detected_exactly_there(minted, five, how, position, at):
+    # given an intact chain of five entries, and one generated tampering (undone afterwards)
+    with transaction.atomic():
+        expected = _tamper(how, five, position, at)
+
+        # when it is verified
+        result = verify_run(minted.run)
+        transaction.set_rollback(True)
+
+    # then it breaks exactly where the tampering is
+    assert not result.ok
+    assert result.first_bad_sequence == expected
+    assert verify_run(minted.run).ok
