@@ -211,6 +211,9 @@ ERASURE_STALE_SECONDS = env_int("KINDMEM_ERASURE_STALE_SECONDS", 60)
 # Credentials
 RUN_TOKEN_TTL_SECONDS = env_int("KINDMEM_RUN_TOKEN_TTL_SECONDS", 3600)
 
+# Run log: the largest payload one entry may carry, in bytes of canonical JSON.
+RUNLOG_MAX_PAYLOAD_BYTES = env_int("KINDMEM_RUNLOG_MAX_PAYLOAD_BYTES", 65_536)
+
 # Embeddings (the providers arrive with the search work): none | local | openai.
 # `hashing` is a deterministic stand-in for tests and benchmarks, not for real use.
 EMBEDDER = env_choice("KINDMEM_EMBEDDER", "none", {"none", "local", "openai", "hashing"})

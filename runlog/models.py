@@ -1,0 +1,161 @@
+"""The run log: per run, an append-only, hash-chained list of what the agent did.
+
+The chain's encoding is in `runlog/chain.py`; the one write path is `services.log_append`, and
+the one path that changes a written row is `services.log_payloads_erase`.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from django.db import models
+from django.db.models import Q
+from django.utils import timezone
+
+from kindmem.access import Readers
+from kindmem.models import Run, Tenant
+from runlog.chain import GENESIS_HASH, HASH_VERSIONS
+
+
+class LogKind(models.TextChoices):
+    """The fixed vocabulary of log entries (the seed's `LOG_KINDS` names the list but not its
+    members; these are the steps of an agent's run that the memory subsystem cares about)."""
+
+    TURN = "turn", "a conversation turn (a message in or out)"
+    TOOL_CALL = "tool-call", "the agent called a tool"
+    TOOL_RESULT = "tool-result", "a tool answered"
+    MEMORY_READ = "memory-read", "the agent read memory (list, search, recall)"
+    MEMORY_WRITE = "memory-write", "the agent wrote memory (remember, supersede, delete)"
+    DECISION = "decision", "the agent recorded why it chose what it did"
+    ERROR = "error", "something failed"
+    NOTE = "note", "anything else worth keeping"
+
+
+def run_readable_q(readers: Readers, prefix: str = "") -> Q:
+    """The run guard in SQL: the seed's `isRecallReadableBy`, applied to a run's containers.
+
+    A run is a conversation: its project, its person (the participant, else the Kindgi user)
+    and its thread. `prefix` is the path to the run ("run__" from a log entry, "" on Run).
+    Its Python reference is `is_run_readable_by`; a test proves the two agree.
+    """
+    if readers.all:
+        return Q()
+    on_behalf = Q(**{f"{prefix}project_id__in": readers.on_behalf_of_project_ids})
+    in_project = Q(**{f"{prefix}project_id__in": readers.project_ids}) | on_behalf
+    is_person = Q(
+        **{
+            f"{prefix}participant_id__isnull": False,
+            f"{prefix}participant_id__in": readers.participant_ids,
+        }
+    ) | Q(
+        **{
+            f"{prefix}participant_id__isnull": True,
+            f"{prefix}user_id__in": readers.user_ids,
+        }
+    )
+    in_thread = Q(**{f"{prefix}thread_id__in": readers.thread_ids})
+    return in_project & (is_person | in_thread | on_behalf)
+
+
+def is_run_readable_by(run: dict[str, Any], readers: Readers) -> bool:
+    """Python reference of `run_readable_q`, case for case from the seed's `isRecallReadableBy`
+    (a run always has a project). `run` maps project_id, participant_id, user_id, thread_id to
+    strings or None. Used by tests only."""
+    if readers.all:
+        return True
+
+    def has(ids: frozenset[str], value: str | None) -> bool:
+        return value is not None and value in ids
+
+    project = run["project_id"]
+    on_behalf = has(readers.on_behalf_of_project_ids, project)
+    if not (has(readers.project_ids, project) or on_behalf):
+        return False
+    if run["participant_id"] is not None:
+        is_person = has(readers.participant_ids, run["participant_id"])
+    else:
+        is_person = has(readers.user_ids, run["user_id"])
+    return is_person or has(readers.thread_ids, run["thread_id"]) or on_behalf
+
+
+class LogEntryQuerySet(models.QuerySet):
+    def of_run(self, run: Run) -> LogEntryQuerySet:
+        return self.filter(tenant_id=run.tenant_id, run_id=run.pk)
+
+    def readable_by(self, tenant_id: uuid.UUID, readers: Readers) -> LogEntryQuerySet:
+        return self.filter(Q(tenant_id=tenant_id) & run_readable_q(readers, prefix="run__"))
+
+    def after(self, sequence: int) -> LogEntryQuerySet:
+        return self.filter(sequence__gt=sequence).order_by("sequence")
+
+
+class LogEntry(models.Model):
+    """One step of a run. Append-only: only an erasure changes a written row (it clears
+    `payload` and `payload_salt` and sets `payload_erased_at`; the hashes stay)."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="log_entries")
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="log_entries")
+    sequence = models.PositiveIntegerField(help_text="1, 2, 3, ... per run, gap-free.")
+    kind = models.CharField(max_length=20, choices=LogKind.choices)
+    # SQL NULL once erased (never JSON null: a payload is always an object).
+    payload = models.JSONField(null=True, blank=True)
+    content_hash = models.CharField(max_length=64)
+    payload_salt = models.CharField(max_length=32, null=True, blank=True)
+    prev_hash = models.CharField(max_length=64, default=GENESIS_HASH)
+    entry_hash = models.CharField(max_length=64)
+    hash_version = models.PositiveSmallIntegerField(default=2)
+    payload_erased_at = models.DateTimeField(null=True, blank=True)
+    # RESTRICT, not PROTECT: a run's whole log may go (its run is purged), one cause may not.
+    caused_by = models.ForeignKey(
+        "self",
+        on_delete=models.RESTRICT,
+        null=True,
+        blank=True,
+        related_name="caused",
+        db_column="caused_by_log_id",
+    )
+    created_at = models.DateTimeField(default=timezone.now)
+
+    objects = LogEntryQuerySet.as_manager()
+
+    class Meta:
+        verbose_name_plural = "log entries"
+        constraints = [
+            # Also the index behind "the run's last entry" and paging by sequence.
+            models.UniqueConstraint(fields=["run", "sequence"], name="log_sequence_per_run"),
+            # Two entries naming the same predecessor would fork the chain.
+            models.UniqueConstraint(fields=["run", "prev_hash"], name="log_no_fork_per_run"),
+            models.CheckConstraint(
+                condition=Q(hash_version__in=HASH_VERSIONS), name="log_hash_version_known"
+            ),
+            models.CheckConstraint(condition=Q(kind__in=LogKind.values), name="log_kind_known"),
+            models.CheckConstraint(condition=Q(sequence__gte=1), name="log_sequence_positive"),
+            models.CheckConstraint(
+                condition=Q(payload_erased_at__isnull=True, payload__isnull=False)
+                | Q(
+                    payload_erased_at__isnull=False,
+                    payload__isnull=True,
+                    payload_salt__isnull=True,
+                ),
+                name="log_payload_present_unless_erased",
+            ),
+            models.CheckConstraint(
+                condition=Q(hash_version=1, payload_salt__isnull=True)
+                | Q(hash_version=2, payload_salt__isnull=False)
+                | Q(hash_version=2, payload_erased_at__isnull=False),
+                name="log_salt_matches_version",
+            ),
+        ]
+        indexes = [
+            # The console's and verify_runlog's "runs of a tenant".
+            models.Index(fields=["tenant", "run"], name="log_by_tenant_run"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.run_id}#{self.sequence} {self.kind}"
+
+    @property
+    def is_erased(self) -> bool:
+        return self.payload_erased_at is not None
