@@ -80,3 +80,13 @@ def test_openapi_schema_and_docs_are_served(api, db):
     docs = api.get("/v1/docs")
     assert docs.status_code == 200
     assert b"swagger" in docs.content.lower()
+
+
+def test_json_nested_deeper_than_python_recurses_is_a_400_not_a_500(api, world):
+    body = '{"agent_id": ' + "[" * 100_000 + "]" * 100_000 + "}"
+    response = api.generic(
+        "POST", "/v1/runs", body, content_type="application/json", **world.app.headers
+    )
+    assert response.status_code == 400
+    assert response.json()["code"] == "validation-error"
+    assert Run.objects.count() == 0
