@@ -60,7 +60,9 @@ def _audit_step(target: ErasureTarget, limit: int) -> BatchResult:
 
 # The steps, in order: (name, dotted path of the module's `erase_batch`). The audit scrub
 # comes last so that no step's work leaves an audit event naming the person behind.
-STEP_PATHS: list[tuple[str, str]] = []
+STEP_PATHS: list[tuple[str, str]] = [
+    ("run-log", "runlog.erasure.erase_batch"),
+]
 
 
 def steps() -> list[tuple[str, EraseBatch]]:
