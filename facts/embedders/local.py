@@ -53,8 +53,10 @@ def load_model(*, threads: int = 0) -> Any:
     os.environ["HF_HUB_OFFLINE"] = "1"
     os.environ["TRANSFORMERS_OFFLINE"] = "1"
     import torch
+    import transformers
     from sentence_transformers import SentenceTransformer
 
+    transformers.utils.logging.disable_progress_bar()  # no progress bars in server logs
     if threads > 0:
         torch.set_num_threads(threads)
 

@@ -9,6 +9,7 @@ surfaces as `EmbeddingFailed` with a message that names the cause and never the 
 
 from __future__ import annotations
 
+import http.client
 import json
 import math
 import time
@@ -123,7 +124,7 @@ class OpenAICompatibleEmbedder:
             if isinstance(exc.reason, TimeoutError):
                 raise _Retryable(f"no answer within {timeout:g} s") from exc
             raise _Retryable(f"cannot connect ({exc.reason})") from exc
-        except (ConnectionError, OSError) as exc:  # reset or closed mid-answer
+        except (OSError, http.client.HTTPException) as exc:  # reset, or cut off mid-answer
             raise _Retryable(f"connection failed ({exc.__class__.__name__})") from exc
         try:
             return json.loads(raw)

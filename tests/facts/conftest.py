@@ -28,6 +28,7 @@ class Reply:
     status: int = 200
     body: Any = None
     delay_seconds: float = 0.0
+    truncate: bool = False  # announce the full length, send half, close the connection
 
 
 @dataclass
@@ -76,7 +77,9 @@ def embeddings_server() -> Iterator[EmbeddingsServer]:
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(body)))
                 self.end_headers()
-                self.wfile.write(body)
+                self.wfile.write(body[: len(body) // 2] if reply.truncate else body)
+                if reply.truncate:
+                    self.close_connection = True
             except (BrokenPipeError, ConnectionResetError):
                 pass  # the client gave up waiting (the timeout tests)
 

@@ -208,6 +208,16 @@ def test_openai_embedder_reports_an_unreachable_server():
         embedder.embed(["hello"])
 
 
+def test_openai_embedder_retries_an_answer_cut_off_midway(embeddings_server):
+    # given: a server that promises more bytes than it sends, once
+    embeddings_server.script = [Reply(body={"data": []}, truncate=True)]
+    # when
+    vectors = client_for(embeddings_server).embed(["hello"])
+    # then
+    assert len(vectors) == 1
+    assert len(embeddings_server.requests) == 2
+
+
 def test_openai_embedder_rejects_vectors_of_the_wrong_width(embeddings_server):
     embeddings_server.script = [
         Reply(body={"data": [{"index": 0, "embedding": vector_for("x", 1536)}]})
