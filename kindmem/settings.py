@@ -214,12 +214,22 @@ RUN_TOKEN_TTL_SECONDS = env_int("KINDMEM_RUN_TOKEN_TTL_SECONDS", 3600)
 # Run log: the largest payload one entry may carry, in bytes of canonical JSON.
 RUNLOG_MAX_PAYLOAD_BYTES = env_int("KINDMEM_RUNLOG_MAX_PAYLOAD_BYTES", 65_536)
 
-# Embeddings (the providers arrive with the search work): none | local | openai.
+# Embeddings (facts/embedding.py): none | local | openai.
 # `hashing` is a deterministic stand-in for tests and benchmarks, not for real use.
 EMBEDDER = env_choice("KINDMEM_EMBEDDER", "none", {"none", "local", "openai", "hashing"})
 EMBEDDER_URL = os.environ.get("KINDMEM_EMBEDDER_URL", "")
 EMBEDDER_MODEL = os.environ.get("KINDMEM_EMBEDDER_MODEL", "")
 EMBEDDER_API_KEY = os.environ.get("KINDMEM_EMBEDDER_API_KEY", "")
+EMBEDDER_TIMEOUT_SECONDS = env_int("KINDMEM_EMBEDDER_TIMEOUT_SECONDS", 10)
+EMBEDDER_RETRIES = env_int("KINDMEM_EMBEDDER_RETRIES", 2)
+# Ask the server for DIMENSIONS-wide vectors (models that can shorten theirs, text-embedding-3-*).
+EMBEDDER_SEND_DIMENSIONS = env_bool("KINDMEM_EMBEDDER_SEND_DIMENSIONS", False)
+# torch threads of the local model per process; 0 = torch's default (one per core).
+EMBEDDER_THREADS = env_int("KINDMEM_EMBEDDER_THREADS", 1)
+if EMBEDDER == "openai" and not (EMBEDDER_URL and EMBEDDER_MODEL):
+    raise ImproperlyConfigured(
+        "KINDMEM_EMBEDDER=openai needs KINDMEM_EMBEDDER_URL and KINDMEM_EMBEDDER_MODEL"
+    )
 
 # Celery. With CELERY_BROKER_URL (Redis in docker-compose and CI) that broker; otherwise the
 # filesystem transport under KINDMEM_DATA_DIR, which needs no server of its own.

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.conf import settings
 from django.db import connection
 from django.http import JsonResponse
 from django.utils import timezone
@@ -79,7 +78,11 @@ def healthz(request: Any) -> JsonResponse:
     except Exception as exc:  # a health check reports every failure, whatever its kind
         checks["database"] = {"ok": False, "error": exc.__class__.__name__}
     checks["broker"] = _broker_check()
-    checks["embedder"] = {"ok": True, "provider": settings.EMBEDDER}
+    # Reported, never fatal: without embeddings keyword search and writes still work. Imported
+    # here because kindmem otherwise never reaches into facts (imports run kindmem <- facts).
+    from facts.embedding import embedder_health
+
+    checks["embedder"] = embedder_health()
     if checks["database"]["ok"]:
         last = WorkerHeartbeat.objects.order_by("-seen_at").first()
         checks["worker"] = {

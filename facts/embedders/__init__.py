@@ -1,0 +1,1 @@
+"""The embedding providers behind `facts.embedding.get_embedder()`: one module per provider."""
