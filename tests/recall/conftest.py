@@ -42,3 +42,36 @@ def run(world: Any) -> factories.Minted:
 @pytest.fixture
 def hashing_embedder(settings: Any) -> None:
     settings.EMBEDDER = "hashing"
+
+
+def conversation_create(
+    world: Any,
+    thread_id: str,
+    *messages: tuple[str, str],
+    participant_id: str | None = None,
+    user: Any = None,
+    project: Any = None,
+    agent_id: str = "support-bot",
+    segments: tuple[str, ...] = (),
+) -> Any:
+    """A conversation with `messages` (role, text), written through the append service as the
+    world's app (acting for `project`, by default the world's)."""
+    from recall import services
+
+    project = project or world.project
+    key = (
+        world.app if project == world.project else factories.app_key_create(world.tenant, [project])
+    )
+    conversation, _ = services.conversation_append(
+        principal=key.principal,
+        conversation_id=thread_id,
+        messages=[services.NewMessage(role, text) for role, text in messages],
+        start=services.ConversationStart(
+            agent_id=agent_id,
+            project_id=project.id,
+            participant_id=participant_id,
+            user_id=user.id if user else None,
+            segments=segments,
+        ),
+    )
+    return conversation
