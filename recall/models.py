@@ -120,7 +120,7 @@ class Message(models.Model):
                 opclasses=["vector_cosine_ops"],
             ),
             # recall `list`: a tenant's newest messages first
-            models.Index(fields=["tenant", "-created_at"], name="message_newest"),
+            models.Index(fields=["tenant", "-created_at", "-id"], name="message_newest"),
             # the embed_messages task finds what is still pending
             models.Index(
                 fields=["tenant"],

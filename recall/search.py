@@ -95,7 +95,7 @@ def recall_search(*, request: RecallQuery) -> list[RecallHit]:
         .defer("embedding", "search")
     )
     if request.mode == "list":
-        rows = list(base.order_by("-created_at", "-sequence", "-id")[: request.top_k])
+        rows = list(base.order_by("-created_at", "-id")[: request.top_k])
         hits = [RecallHit(message=m, score=None) for m in rows]
     elif request.mode == "keyword":
         assert request.query is not None
