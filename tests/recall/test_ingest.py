@@ -240,3 +240,20 @@ def test_concurrent_appends_get_gap_free_unique_sequences():
     for (s1, t1), (s2, t2) in zip(rows[::2], rows[1::2], strict=True):
         assert (s2, t2) == (s1 + 1, t1[:-1] + "b")
     assert Conversation.objects.get().last_sequence == writers * batches * 2
+
+
+def test_a_run_of_another_project_may_not_write_to_a_conversation_with_its_thread_id(
+    api, world, run
+):
+    # given conv-1 exists in the world's project
+    append(api, run.headers, "conv-1", ("user", "hello"))
+    # when a run of another project names the same thread
+    other_project = factories.project_create(world.tenant)
+    other_app = factories.app_key_create(world.tenant, [other_project])
+    intruder = factories.run_create(
+        other_app, other_project, participant_id="cust-1", thread_id="conv-1"
+    )
+    response = append(api, intruder.headers, "conv-1", ("user", "sneaky"))
+    # then it is refused and nothing lands
+    assert response.status_code == 403
+    assert Message.objects.count() == 1

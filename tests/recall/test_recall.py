@@ -456,3 +456,19 @@ def test_bad_recall_input_is_a_400(api, world, body):
 def test_recall_needs_a_credential(api, world):
     response = recall(api, {}, selections=BOT, mode="list")
     assert response.status_code == 401
+
+
+def test_semantic_recall_when_the_embedder_fails_is_unavailable_not_empty(
+    api, world, hashing_embedder, history, monkeypatch
+):
+    from facts.embedding import EmbeddingFailed, HashingEmbedder
+
+    def broken(self, texts):
+        raise EmbeddingFailed("timeout")
+
+    monkeypatch.setattr(HashingEmbedder, "embed", broken)
+    response = recall(
+        api, world.app.headers, selections=BOT, mode="semantic", query="password", top_k=3
+    )
+    assert response.status_code == 503
+    assert response.json()["code"] == "embedding-unavailable"
