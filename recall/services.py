@@ -90,7 +90,7 @@ def conversation_append(
         model=model,
     )
     if retry:
-        from recall.tasks import embed_messages
+        from recall.tasks import embed_messages  # here: tasks imports this module
 
         ids = [rows[i].id for i in indexed]
         transaction.on_commit(lambda: embed_messages.delay(ids))
