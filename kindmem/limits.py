@@ -51,7 +51,8 @@ class CredentialWriteThrottle(SimpleRateThrottle):
     scope = "writes"
 
     def get_cache_key(self, request: Any, view: Any) -> str | None:
-        if request.method in SAFE_METHODS:
+        # A search sent as POST (a body for its filters) is a read: views say so.
+        if request.method in SAFE_METHODS or getattr(view, "reads_only", False):
             return None
         principal = request.auth
         if not isinstance(principal, Principal):

@@ -1,6 +1,15 @@
 from __future__ import annotations
 
-from django.urls import URLPattern
+from django.urls import URLPattern, path
+
+from recall import views
 
 # This app's /v1 routes (included by kindmem/urls.py under /v1/).
-urlpatterns: list[URLPattern] = []
+urlpatterns: list[URLPattern] = [
+    path(
+        "conversations/<str:conversation_id>/messages",
+        views.ConversationMessagesView.as_view(),
+        name="conversation-messages",
+    ),
+    path("recall", views.RecallView.as_view(), name="recall"),
+]

@@ -1,0 +1,133 @@
+from __future__ import annotations
+
+from typing import Any
+
+from rest_framework import serializers
+
+from recall.models import RECALLABLE_ROLES, Role
+from recall.services import MAX_BATCH, MAX_TEXT_CHARS
+
+MAX_TOP_K = 100
+MAX_SELECTIONS = 20
+MAX_QUERY_CHARS = 2_000
+
+ID_FIELD: dict[str, Any] = {"max_length": 200, "allow_blank": False, "trim_whitespace": False}
+
+
+class MessageInput(serializers.Serializer):
+    role = serializers.ChoiceField(choices=Role.choices)
+    text = serializers.CharField(max_length=MAX_TEXT_CHARS, trim_whitespace=False)
+
+
+class AppendInput(serializers.Serializer):
+    """One message (`role`, `text`) or a batch (`messages`); creation fields for an app."""
+
+    role = serializers.ChoiceField(choices=Role.choices, required=False)
+    text = serializers.CharField(max_length=MAX_TEXT_CHARS, trim_whitespace=False, required=False)
+    messages = MessageInput(many=True, required=False, max_length=MAX_BATCH, min_length=1)
+    agent_id = serializers.SlugField(max_length=100, required=False)
+    project_id = serializers.UUIDField(required=False)
+    participant_id = serializers.CharField(required=False, **ID_FIELD)
+    user_id = serializers.UUIDField(required=False)
+    segments = serializers.ListField(
+        child=serializers.CharField(max_length=200), max_length=10, required=False
+    )
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        single = "role" in attrs or "text" in attrs
+        if single and "messages" in attrs:
+            raise serializers.ValidationError("Send either role and text, or messages, not both.")
+        if "messages" in attrs:
+            return attrs
+        if not ("role" in attrs and "text" in attrs):
+            raise serializers.ValidationError("Send role and text, or messages: [{role, text}].")
+        attrs["messages"] = [{"role": attrs.pop("role"), "text": attrs.pop("text")}]
+        return attrs
+
+
+class AppendedMessageOutput(serializers.Serializer):
+    sequence = serializers.IntegerField()
+    role = serializers.CharField()
+    created_at = serializers.DateTimeField()
+    embedded = serializers.SerializerMethodField()
+
+    def get_embedded(self, message: Any) -> bool:
+        return message.embedding is not None
+
+
+class AppendOutput(serializers.Serializer):
+    conversation_id = serializers.CharField(source="conversation.thread_id")
+    messages = AppendedMessageOutput(many=True)
+
+
+class SelectionInput(serializers.Serializer):
+    agent_id = serializers.SlugField(max_length=100)
+    conversation_id = serializers.CharField(required=False, **ID_FIELD)
+    before_sequence = serializers.IntegerField(required=False, min_value=1)
+    exclude_conversation_id = serializers.CharField(required=False, **ID_FIELD)
+    participant_id = serializers.CharField(required=False, **ID_FIELD)
+    user_id = serializers.UUIDField(required=False)
+    project_id = serializers.UUIDField(required=False)
+    segments_prefix = serializers.ListField(
+        child=serializers.CharField(max_length=200), max_length=10, required=False
+    )
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        if "before_sequence" in attrs and "conversation_id" not in attrs:
+            raise serializers.ValidationError(
+                {"before_sequence": "Only with conversation_id (a sequence is per conversation)."}
+            )
+        return attrs
+
+
+class RecallInput(serializers.Serializer):
+    selections = SelectionInput(many=True, min_length=1, max_length=MAX_SELECTIONS)
+    mode = serializers.ChoiceField(choices=["list", "keyword", "semantic"])
+    roles = serializers.ListField(
+        child=serializers.ChoiceField(choices=[str(r) for r in RECALLABLE_ROLES]),
+        min_length=1,
+        max_length=2,
+        required=False,
+        help_text="Whose messages, hits and neighbours alike. Default ['user'].",
+    )
+    query = serializers.CharField(max_length=MAX_QUERY_CHARS, required=False)
+    top_k = serializers.IntegerField(min_value=1, max_value=MAX_TOP_K, default=10)
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        if attrs["mode"] == "list" and "query" in attrs:
+            raise serializers.ValidationError({"query": "mode 'list' takes no query."})
+        if attrs["mode"] != "list" and not attrs.get("query", "").strip():
+            raise serializers.ValidationError({"query": f"mode '{attrs['mode']}' needs a query."})
+        return attrs
+
+
+class NeighbourOutput(serializers.Serializer):
+    role = serializers.CharField()
+    text = serializers.CharField()
+
+
+class RecalledMessageOutput(serializers.Serializer):
+    conversation_id = serializers.CharField(source="message.conversation.thread_id")
+    sequence = serializers.IntegerField(source="message.sequence")
+    role = serializers.CharField(source="message.role")
+    text = serializers.CharField(source="message.text")
+    created_at = serializers.DateTimeField(source="message.created_at")
+    agent_id = serializers.CharField(source="message.conversation.agent.agent_id")
+    project_id = serializers.UUIDField(source="message.conversation.project_id", allow_null=True)
+    participant_id = serializers.CharField(
+        source="message.conversation.participant_id", allow_null=True
+    )
+    user_id = serializers.UUIDField(source="message.conversation.user_id", allow_null=True)
+    before = NeighbourOutput(allow_null=True)
+    after = NeighbourOutput(allow_null=True)
+
+
+class RecallHitOutput(serializers.Serializer):
+    message = RecalledMessageOutput(source="*")
+    score = serializers.FloatField(
+        allow_null=True, help_text="ts_rank (keyword), cosine similarity (semantic), null (list)."
+    )
+
+
+class RecallOutput(serializers.Serializer):
+    hits = RecallHitOutput(many=True)

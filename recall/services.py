@@ -1,0 +1,259 @@
+"""Writes of conversations and messages: appending (with embedding) and embedding later."""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from dataclasses import dataclass
+
+from django.db import transaction
+from django.utils import timezone
+
+from facts.embedding import Embedder, EmbeddingFailed, get_embedder
+from kindmem.access import Principal, readers_for
+from kindmem.errors import EmbeddingUnavailable, Forbidden, ValidationFailed
+from kindmem.holds import assert_not_held
+from kindmem.models import Agent, Project, SubjectKind, User
+from recall.access import RecallRow, is_recall_readable_by
+from recall.models import Conversation, Message, Role
+
+logger = logging.getLogger(__name__)
+
+MAX_TEXT_CHARS = 20_000
+MAX_BATCH = 100
+
+
+@dataclass(frozen=True)
+class NewMessage:
+    role: str
+    text: str
+
+
+@dataclass(frozen=True)
+class ConversationStart:
+    """What an app credential names when its first write creates a conversation."""
+
+    agent_id: str | None = None
+    project_id: uuid.UUID | None = None
+    participant_id: str | None = None
+    user_id: uuid.UUID | None = None
+    segments: tuple[str, ...] | None = None
+
+
+def _embed(texts: list[str]) -> tuple[list[list[float]] | None, str, bool]:
+    """(vectors or None, model, whether to retry later). Never raises: a write never fails
+    because the embedder is down; the pending messages are embedded by `embed_messages`."""
+    try:
+        embedder = get_embedder()
+    except EmbeddingUnavailable:
+        return None, "", False
+    if embedder is None or not texts:
+        return None, "", False
+    try:
+        return embedder.embed(texts), embedder.model, False
+    except EmbeddingFailed:
+        logger.warning(
+            "embedding failed on write; %d message(s) left for embed_messages", len(texts)
+        )
+        return None, "", True
+
+
+def conversation_append(
+    *,
+    principal: Principal,
+    conversation_id: str,
+    messages: list[NewMessage],
+    start: ConversationStart,
+) -> tuple[Conversation, list[Message]]:
+    """Append `messages` to a conversation (created on its first write), in order, with
+    server-assigned, gap-free sequences.
+
+    A run writes only to its own conversation (its `thread_id`), which it creates from its own
+    containers; an app writes to conversations of its projects, naming agent and project when
+    its write creates one. Refused, with nothing written, while an erasure holds the person or
+    the conversation. Texts are embedded BEFORE the transaction, so no network call is made
+    under the conversation's row lock.
+    """
+    if not messages:
+        raise ValidationFailed("Send at least one message.")
+    if len(messages) > MAX_BATCH:
+        raise ValidationFailed(f"At most {MAX_BATCH} messages per request.")
+    indexed = [i for i, m in enumerate(messages) if m.role != Role.TOOL]
+    vectors, model, retry = _embed([messages[i].text for i in indexed])
+    embeddings: dict[int, list[float]] = dict(zip(indexed, vectors, strict=True)) if vectors else {}
+    conversation, rows = _append(
+        principal=principal,
+        conversation_id=conversation_id,
+        messages=messages,
+        start=start,
+        embeddings=embeddings,
+        model=model,
+    )
+    if retry:
+        from recall.tasks import embed_messages  # here: tasks imports this module
+
+        ids = [rows[i].id for i in indexed]
+        transaction.on_commit(lambda: embed_messages.delay(ids))
+    return conversation, rows
+
+
+@transaction.atomic
+def _append(
+    *,
+    principal: Principal,
+    conversation_id: str,
+    messages: list[NewMessage],
+    start: ConversationStart,
+    embeddings: dict[int, list[float]],
+    model: str,
+) -> tuple[Conversation, list[Message]]:
+    tenant_id = principal.tenant_id
+    existing = Conversation.objects.filter(tenant_id=tenant_id, thread_id=conversation_id).first()
+    if existing is None:
+        # Create it if no one else did in the meantime; the unique key settles the race.
+        Conversation.objects.bulk_create(
+            [_new_conversation(principal, conversation_id, start)], ignore_conflicts=True
+        )
+    conversation = (
+        Conversation.objects.select_for_update()
+        .select_related("agent")
+        .get(tenant_id=tenant_id, thread_id=conversation_id)
+    )
+    # Also when it was just created: a concurrent first write may have created it first.
+    _check_may_write(principal, conversation, start)
+    assert_not_held(
+        tenant_id,
+        [
+            (SubjectKind.PARTICIPANT, conversation.participant_id or ""),
+            (SubjectKind.USER, str(conversation.user_id) if conversation.user_id else ""),
+            (SubjectKind.CONVERSATION, conversation.thread_id),
+        ],
+    )
+    now = timezone.now()
+    first = conversation.last_sequence + 1
+    rows = [
+        Message(
+            tenant_id=tenant_id,
+            conversation=conversation,
+            sequence=first + i,
+            role=m.role,
+            text=m.text,
+            created_at=now,
+            embedding=embeddings.get(i),
+            embedding_model=model if i in embeddings else "",
+        )
+        for i, m in enumerate(messages)
+    ]
+    Message.objects.bulk_create(rows)
+    conversation.last_sequence = first + len(messages) - 1
+    conversation.save(update_fields=["last_sequence"])
+    return conversation, rows
+
+
+def _new_conversation(
+    principal: Principal, conversation_id: str, start: ConversationStart
+) -> Conversation:
+    segments = list(start.segments or ())
+    if principal.kind == "run":
+        run = principal.run
+        assert run is not None
+        if run.thread_id != conversation_id:
+            raise Forbidden("A run writes only to its own conversation (its thread_id).")
+        return Conversation(
+            tenant_id=principal.tenant_id,
+            thread_id=conversation_id,
+            agent_id=run.agent_id,
+            project_id=run.project_id,
+            participant_id=run.participant_id,
+            user_id=run.user_id,
+            segments=segments,
+        )
+    if principal.kind != "app":
+        raise Forbidden("Only a run token or an app credential appends messages.")
+    if start.agent_id is None or start.project_id is None:
+        raise ValidationFailed(
+            "A new conversation needs agent_id and project_id.",
+            details={"conversation_id": conversation_id},
+        )
+    readers = readers_for(principal)
+    if str(start.project_id) not in readers.on_behalf_of_project_ids:
+        raise Forbidden("This credential does not act in that project.")
+    agent = Agent.objects.filter(tenant_id=principal.tenant_id, agent_id=start.agent_id).first()
+    if agent is None:
+        raise ValidationFailed("No such agent.", details={"agent_id": start.agent_id})
+    if not Project.objects.filter(tenant_id=principal.tenant_id, id=start.project_id).exists():
+        raise ValidationFailed("No such project.", details={"project_id": str(start.project_id)})
+    if (
+        start.user_id is not None
+        and not User.objects.filter(tenant_id=principal.tenant_id, id=start.user_id).exists()
+    ):
+        raise ValidationFailed("No such user.", details={"user_id": str(start.user_id)})
+    return Conversation(
+        tenant_id=principal.tenant_id,
+        thread_id=conversation_id,
+        agent=agent,
+        project_id=start.project_id,
+        participant_id=start.participant_id,
+        user_id=start.user_id,
+        segments=segments,
+    )
+
+
+def _check_may_write(
+    principal: Principal, conversation: Conversation, start: ConversationStart
+) -> None:
+    """An existing conversation: the writer must be in it (its run) or act for its project, and
+    what the body names must agree with it (a silent mismatch would file messages wrongly)."""
+    if principal.kind not in {"run", "app"}:
+        raise Forbidden("Only a run token or an app credential appends messages.")
+    if principal.kind == "run":
+        assert principal.run is not None
+        if principal.run.thread_id != conversation.thread_id:
+            raise Forbidden("A run writes only to its own conversation (its thread_id).")
+    row = RecallRow(
+        conversation_id=conversation.thread_id,
+        project_id=str(conversation.project_id) if conversation.project_id else None,
+        participant_id=conversation.participant_id,
+        user_id=str(conversation.user_id) if conversation.user_id else None,
+    )
+    if not is_recall_readable_by(row, readers_for(principal)):
+        raise Forbidden("This credential may not write to that conversation.")
+    mismatched = {
+        name: given
+        for name, given, actual in [
+            ("agent_id", start.agent_id, conversation.agent.agent_id),
+            ("project_id", start.project_id, conversation.project_id),
+            ("participant_id", start.participant_id, conversation.participant_id),
+            ("user_id", start.user_id, conversation.user_id),
+        ]
+        if given is not None and given != actual
+    }
+    if mismatched:
+        raise ValidationFailed(
+            "The conversation exists with other containers than the request names.",
+            details={name: str(v) for name, v in mismatched.items()},
+        )
+
+
+def messages_embed_pending(*, message_ids: list[int], embedder: Embedder | None = None) -> int:
+    """Embed those of `message_ids` still without a vector (tool messages never). Safe to run
+    twice: only rows still pending are written. Returns how many were embedded."""
+    embedder = embedder or get_embedder()
+    if embedder is None:
+        return 0
+    pending = list(
+        Message.objects.filter(id__in=message_ids, embedding__isnull=True)
+        .exclude(role=Role.TOOL)
+        .order_by("id")
+        .only("id", "text")
+    )
+    if not pending:
+        return 0
+    vectors = embedder.embed([m.text for m in pending])  # EmbeddingFailed: the task retries
+    done = 0
+    with transaction.atomic():
+        for message, vector in zip(pending, vectors, strict=True):
+            done += Message.objects.filter(id=message.id, embedding__isnull=True).update(
+                embedding=vector, embedding_model=embedder.model
+            )
+    return done

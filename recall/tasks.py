@@ -1,0 +1,21 @@
+"""Background work of recall: embedding messages the write path could not embed."""
+
+from __future__ import annotations
+
+from celery import shared_task
+
+from facts.embedding import EmbeddingFailed
+from recall import services
+
+
+@shared_task(
+    acks_late=True,
+    autoretry_for=(EmbeddingFailed,),
+    retry_backoff=30,
+    max_retries=5,
+    time_limit=300,
+    soft_time_limit=270,
+)
+def embed_messages(message_ids: list[int]) -> int:
+    """Embed the messages of `message_ids` still pending; safe to run twice."""
+    return services.messages_embed_pending(message_ids=message_ids)

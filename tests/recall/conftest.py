@@ -1,0 +1,77 @@
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from django.urls import reverse
+from rest_framework.test import APIClient
+
+from tests import factories
+
+MESSAGES_URL = "conversation-messages"
+
+
+def messages_url(conversation_id: str) -> str:
+    return reverse(MESSAGES_URL, kwargs={"conversation_id": conversation_id})
+
+
+def append(
+    api: APIClient,
+    headers: dict[str, str],
+    conversation_id: str,
+    *messages: tuple[str, str],
+    **body: Any,
+) -> Any:
+    """POST a batch of (role, text) messages; returns the response."""
+    payload = {"messages": [{"role": r, "text": t} for r, t in messages], **body}
+    return api.post(messages_url(conversation_id), payload, format="json", **headers)
+
+
+def recall(api: APIClient, headers: dict[str, str], **body: Any) -> Any:
+    return api.post(reverse("recall"), body, format="json", **headers)
+
+
+@pytest.fixture
+def run(world: Any) -> factories.Minted:
+    """A run of the world's agent for end user 'cust-1' in conversation 'conv-1'."""
+    return factories.run_create(
+        world.app, world.project, participant_id="cust-1", thread_id="conv-1"
+    )
+
+
+@pytest.fixture
+def hashing_embedder(settings: Any) -> None:
+    settings.EMBEDDER = "hashing"
+
+
+def conversation_create(
+    world: Any,
+    thread_id: str,
+    *messages: tuple[str, str],
+    participant_id: str | None = None,
+    user: Any = None,
+    project: Any = None,
+    agent_id: str = "support-bot",
+    segments: tuple[str, ...] = (),
+) -> Any:
+    """A conversation with `messages` (role, text), written through the append service as the
+    world's app (acting for `project`, by default the world's)."""
+    from recall import services
+
+    project = project or world.project
+    key = (
+        world.app if project == world.project else factories.app_key_create(world.tenant, [project])
+    )
+    conversation, _ = services.conversation_append(
+        principal=key.principal,
+        conversation_id=thread_id,
+        messages=[services.NewMessage(role, text) for role, text in messages],
+        start=services.ConversationStart(
+            agent_id=agent_id,
+            project_id=project.id,
+            participant_id=participant_id,
+            user_id=user.id if user else None,
+            segments=segments,
+        ),
+    )
+    return conversation

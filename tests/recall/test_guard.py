@@ -1,0 +1,151 @@
+"""The recall guard in SQL equals `is_recall_readable_by`, the seed's `isRecallReadableBy`."""
+
+from __future__ import annotations
+
+import itertools
+import uuid
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from kindmem.access import Readers
+from recall.access import RecallRow, is_recall_readable_by
+from recall.models import Conversation, Message
+from tests import factories
+
+# ---- the Python reference, clause by clause (the seed's cases) ------------------------
+
+P, Q = str(uuid.uuid4()), str(uuid.uuid4())
+U = str(uuid.uuid4())
+
+
+def test_all_reads_every_conversation():
+    assert is_recall_readable_by(RecallRow("t", P, "a", U), Readers(all=True))
+
+
+def test_a_conversation_outside_the_readers_projects_is_never_readable():
+    row = RecallRow("t", P, "a")
+    assert not is_recall_readable_by(
+        row, Readers(project_ids=frozenset({Q}), participant_ids=frozenset({"a"}))
+    )
+
+
+def test_the_project_alone_does_not_open_a_persons_conversation():
+    assert not is_recall_readable_by(RecallRow("t", P, "a"), Readers(project_ids=frozenset({P})))
+
+
+def test_its_end_user_reads_it():
+    readers = Readers(project_ids=frozenset({P}), participant_ids=frozenset({"a"}))
+    assert is_recall_readable_by(RecallRow("t", P, "a"), readers)
+
+
+def test_the_kindgi_user_reads_it_only_when_there_is_no_end_user():
+    readers = Readers(project_ids=frozenset({P}), user_ids=frozenset({U}))
+    assert is_recall_readable_by(RecallRow("t", P, None, U), readers)
+    assert not is_recall_readable_by(RecallRow("t", P, "a", U), readers)
+
+
+def test_being_in_the_conversation_reads_it():
+    readers = Readers(project_ids=frozenset({P}), thread_ids=frozenset({"t"}))
+    assert is_recall_readable_by(RecallRow("t", P, "a"), readers)
+    assert not is_recall_readable_by(RecallRow("t2", P, "a"), readers)
+
+
+def test_acting_for_every_end_user_of_the_project_reads_it():
+    readers = Readers(on_behalf_of_project_ids=frozenset({P}))
+    assert is_recall_readable_by(RecallRow("t", P, "a"), readers)
+    assert not is_recall_readable_by(RecallRow("t", Q, "a"), readers)
+
+
+def test_a_conversation_without_project_opens_only_by_its_person_or_itself():
+    assert is_recall_readable_by(RecallRow("t", None, "a"), Readers(participant_ids=frozenset("a")))
+    assert is_recall_readable_by(RecallRow("t", None), Readers(thread_ids=frozenset({"t"})))
+    assert not is_recall_readable_by(
+        RecallRow("t", None, "a"), Readers(on_behalf_of_project_ids=frozenset({P}))
+    )
+
+
+def test_a_conversation_naming_no_person_opens_from_inside_or_for_its_whole_project():
+    row = RecallRow("t", P)
+    assert not is_recall_readable_by(
+        row, Readers(project_ids=frozenset({P}), user_ids=frozenset({U}))
+    )
+    assert is_recall_readable_by(row, Readers(on_behalf_of_project_ids=frozenset({P})))
+    assert is_recall_readable_by(
+        row, Readers(project_ids=frozenset({P}), thread_ids=frozenset({"t"}))
+    )
+
+
+# ---- SQL == Python on generated readers over every kind of conversation ---------------
+
+
+def test_the_sql_guard_equals_the_python_reference(world):
+    # given a conversation for every combination of project, end user and Kindgi user
+    # (small alphabets, so that readers and rows collide often)
+    p1, p2 = world.project, factories.project_create(world.tenant, world.org)
+    u1, u2 = world.user, factories.user_create(world.tenant)
+    rows: list[RecallRow] = []
+    for n, (project, participant, user) in enumerate(
+        itertools.product([None, p1, p2], [None, "a", "b"], [None, u1, u2])
+    ):
+        conversation = Conversation.objects.create(
+            tenant=world.tenant,
+            thread_id=f"t{n}",
+            agent=world.agent,
+            project=project,
+            participant_id=participant,
+            user=user,
+        )
+        Message.objects.create(
+            tenant=world.tenant, conversation=conversation, sequence=1, role="user", text="hi"
+        )
+        rows.append(
+            RecallRow(
+                conversation_id=f"t{n}",
+                project_id=str(project.id) if project else None,
+                participant_id=participant,
+                user_id=str(user.id) if user else None,
+            )
+        )
+    project_pool = [str(p1.id), str(p2.id), str(uuid.uuid4()), str(p1.id).upper(), "nope"]
+    user_pool = [str(u1.id), str(u2.id), str(uuid.uuid4()), "", "x"]
+    thread_pool = [r.conversation_id for r in rows[:6]] + ["t-none", ""]
+
+    def ids(pool: list[str]) -> st.SearchStrategy[frozenset[str]]:
+        return st.frozensets(st.sampled_from(pool), max_size=3)
+
+    readers_strategy = st.builds(
+        Readers,
+        all=st.sampled_from([False] * 9 + [True]),
+        project_ids=ids(project_pool),
+        org_ids=st.just(frozenset()),
+        user_ids=ids(user_pool),
+        participant_ids=ids(["a", "b", "c", ""]),
+        thread_ids=ids(thread_pool),
+        on_behalf_of_project_ids=ids(project_pool),
+    )
+
+    @settings(
+        max_examples=400,
+        deadline=None,
+        suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+    )
+    @given(readers=readers_strategy)
+    def check(readers: Readers) -> None:
+        # when the guard runs in SQL, on conversations and on their messages
+        in_sql = set(
+            Conversation.objects.of_tenant(world.tenant.id)
+            .recall_readable_by(readers)
+            .values_list("thread_id", flat=True)
+        )
+        messages_in_sql = set(
+            Message.objects.of_tenant(world.tenant.id)
+            .recall_readable_by(readers)
+            .values_list("conversation__thread_id", flat=True)
+        )
+        # then it picks exactly the rows the Python reference admits
+        expected = {r.conversation_id for r in rows if is_recall_readable_by(r, readers)}
+        assert in_sql == expected
+        assert messages_in_sql == expected
+
+    check()

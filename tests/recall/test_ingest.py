@@ -1,0 +1,259 @@
+"""Appending messages to conversations: POST /v1/conversations/{id}/messages."""
+
+from __future__ import annotations
+
+import threading
+import uuid
+
+import pytest
+from django.db import connection
+from rest_framework.test import APIClient
+
+from kindmem.models import ErasureHold
+from recall.models import Conversation, Message
+from tests import factories
+from tests.recall.conftest import append, messages_url
+
+
+def test_a_run_appends_one_message_and_creates_its_conversation_from_the_run(api, world, run):
+    # given a run for end user cust-1 in conversation conv-1
+    # when it appends a single message
+    response = api.post(
+        messages_url("conv-1"), {"role": "user", "text": "Hello"}, format="json", **run.headers
+    )
+    # then the conversation exists with the run's containers, and the message is sequence 1
+    assert response.status_code == 201, response.json()
+    assert response.json()["conversation_id"] == "conv-1"
+    assert [m["sequence"] for m in response.json()["messages"]] == [1]
+    conversation = Conversation.objects.get(thread_id="conv-1")
+    assert conversation.agent == world.agent
+    assert conversation.project == world.project
+    assert conversation.participant_id == "cust-1"
+    assert conversation.user is None
+
+
+def test_a_batch_gets_consecutive_sequences_after_the_existing_ones(api, run):
+    # given a conversation with one message
+    append(api, run.headers, "conv-1", ("user", "first"))
+    # when a batch of three is appended
+    response = append(api, run.headers, "conv-1", ("agent", "a"), ("tool", "t"), ("user", "b"))
+    # then they follow on, in order
+    assert response.status_code == 201
+    assert [m["sequence"] for m in response.json()["messages"]] == [2, 3, 4]
+    assert list(Message.objects.order_by("sequence").values_list("role", "text")) == [
+        ("user", "first"),
+        ("agent", "a"),
+        ("tool", "t"),
+        ("user", "b"),
+    ]
+
+
+def test_a_run_may_not_write_to_another_conversation(api, run):
+    response = append(api, run.headers, "someone-elses", ("user", "hi"))
+    assert response.status_code == 403
+    assert response.json()["code"] == "forbidden"
+    assert not Conversation.objects.exists()
+
+
+def test_an_app_creates_a_conversation_naming_agent_project_and_person(api, world):
+    # when an app appends to a new conversation, naming its containers
+    response = append(
+        api,
+        world.app.headers,
+        "conv-app",
+        ("user", "hello"),
+        agent_id="support-bot",
+        project_id=str(world.project.id),
+        participant_id="cust-9",
+        segments=["acme", "emea"],
+    )
+    # then the conversation carries them
+    assert response.status_code == 201, response.json()
+    conversation = Conversation.objects.get(thread_id="conv-app")
+    assert (conversation.participant_id, conversation.segments) == ("cust-9", ["acme", "emea"])
+
+
+def test_an_app_may_not_create_a_conversation_in_a_project_it_does_not_act_in(api, world):
+    other_project = factories.project_create(world.tenant)
+    response = append(
+        api,
+        world.app.headers,
+        "conv-x",
+        ("user", "hello"),
+        agent_id="support-bot",
+        project_id=str(other_project.id),
+    )
+    assert response.status_code == 403
+    assert not Conversation.objects.exists()
+
+
+def test_an_app_must_name_agent_and_project_for_a_new_conversation(api, world):
+    response = append(api, world.app.headers, "conv-x", ("user", "hello"))
+    assert response.status_code == 400
+    assert response.json()["code"] == "validation-error"
+    assert not Conversation.objects.exists()
+
+
+def test_an_app_naming_other_containers_than_the_existing_conversation_is_refused(api, world, run):
+    append(api, run.headers, "conv-1", ("user", "hello"))
+    response = append(api, world.app.headers, "conv-1", ("user", "x"), participant_id="cust-2")
+    assert response.status_code == 400
+    assert Message.objects.count() == 1
+
+
+@pytest.mark.parametrize("key", ["admin", "user_key"])
+def test_only_runs_and_apps_append_messages(api, world, key):
+    response = append(
+        api,
+        getattr(world, key).headers,
+        "conv-x",
+        ("user", "hello"),
+        agent_id="support-bot",
+        project_id=str(world.project.id),
+    )
+    assert response.status_code == 403
+    assert not Conversation.objects.exists()
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        {},
+        {"role": "user"},
+        {"text": "no role"},
+        {"role": "system", "text": "unknown role"},
+        {"role": "user", "text": ""},
+        {"role": "user", "text": "x" * 20_001},
+        {"messages": []},
+        {"messages": [{"role": "user", "text": "ok"}] * 101},
+        {"messages": [{"role": "user", "text": "ok"}, {"role": "bad", "text": "x"}]},
+        {"role": "user", "text": "both", "messages": [{"role": "user", "text": "x"}]},
+        {"messages": "not a list"},
+    ],
+)
+def test_bad_input_is_a_400_and_writes_nothing(api, run, body):
+    response = api.post(messages_url("conv-1"), body, format="json", **run.headers)
+    assert response.status_code == 400, response.json()
+    assert response.json()["code"] == "validation-error"
+    assert not Conversation.objects.exists()
+    assert not Message.objects.exists()
+
+
+@pytest.mark.parametrize(
+    ("kind", "subject"),
+    [("participant", "cust-1"), ("conversation", "conv-1"), ("user", None)],
+)
+def test_writing_for_a_held_person_is_refused_and_writes_nothing(api, world, kind, subject):
+    # given a run acting for a user and an end user, and an erasure holding one of them
+    minted = factories.run_create(
+        world.app, world.project, participant_id="cust-1", user=world.user, thread_id="conv-1"
+    )
+    ErasureHold.objects.create(
+        tenant=world.tenant,
+        subject_kind=kind,
+        subject_id=subject or str(world.user.id),
+        erasure_id=uuid.uuid4(),
+    )
+    # when the run appends
+    response = append(api, minted.headers, "conv-1", ("user", "hello"))
+    # then it is refused, and not even the conversation was created
+    assert response.status_code == 409
+    assert response.json()["code"] == "erasure-in-progress"
+    assert not Conversation.objects.exists()
+    assert not Message.objects.exists()
+
+
+def test_messages_are_embedded_on_write_when_an_embedder_is_configured(api, run, hashing_embedder):
+    response = append(api, run.headers, "conv-1", ("user", "hello"), ("tool", "{}"))
+    assert [m["embedded"] for m in response.json()["messages"]] == [True, False]
+    assert Message.objects.get(sequence=1).embedding_model == "kindmem-hashing-v1"
+
+
+def test_without_an_embedder_messages_are_stored_unembedded(api, run):
+    response = append(api, run.headers, "conv-1", ("user", "hello"))
+    assert response.status_code == 201
+    assert response.json()["messages"][0]["embedded"] is False
+
+
+def test_a_failing_embedder_stores_the_message_and_leaves_it_for_embed_messages(
+    api, run, monkeypatch, hashing_embedder, django_capture_on_commit_callbacks
+):
+    from facts.embedding import EmbeddingFailed, HashingEmbedder
+    from recall.tasks import embed_messages
+
+    def broken(self, texts):
+        raise EmbeddingFailed("down")
+
+    sent: list[list[int]] = []
+    monkeypatch.setattr(HashingEmbedder, "embed", broken)
+    monkeypatch.setattr(embed_messages, "delay", lambda ids: sent.append(ids))
+    # when the embedder fails on write
+    with django_capture_on_commit_callbacks(execute=True):
+        response = append(api, run.headers, "conv-1", ("user", "hello"), ("tool", "{}"))
+    # then the message is stored without a vector and queued (on commit) for the task
+    assert response.status_code == 201
+    message = Message.objects.get(sequence=1)
+    assert message.embedding is None
+    assert sent == [[message.id]]
+    # and when the embedder is back, the task embeds it, once
+    monkeypatch.undo()
+    assert embed_messages.run([message.id]) == 1
+    assert embed_messages.run([message.id]) == 0
+    message.refresh_from_db()
+    assert message.embedding is not None
+
+
+@pytest.mark.django_db(transaction=True)
+def test_concurrent_appends_get_gap_free_unique_sequences():
+    # given a conversation, and several writers appending at once
+    tenant = factories.tenant_create()
+    project = factories.project_create(tenant)
+    factories.agent_create(tenant)
+    app = factories.app_key_create(tenant, [project])
+    minted = factories.run_create(app, project, participant_id="cust-1", thread_id="busy")
+    writers, batches = 4, 5
+    errors: list[object] = []
+    barrier = threading.Barrier(writers)
+
+    def write(n: int) -> None:
+        try:
+            client = APIClient()
+            barrier.wait()
+            for i in range(batches):
+                response = append(
+                    client, minted.headers, "busy", ("user", f"w{n}-{i}a"), ("agent", f"w{n}-{i}b")
+                )
+                if response.status_code != 201:
+                    errors.append(response.json())
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=write, args=(n,)) for n in range(writers)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    # then every message landed, numbered 1..N without a gap, each batch contiguous
+    assert errors == []
+    rows = list(Message.objects.order_by("sequence").values_list("sequence", "text"))
+    assert [s for s, _ in rows] == list(range(1, writers * batches * 2 + 1))
+    for (s1, t1), (s2, t2) in zip(rows[::2], rows[1::2], strict=True):
+        assert (s2, t2) == (s1 + 1, t1[:-1] + "b")
+    assert Conversation.objects.get().last_sequence == writers * batches * 2
+
+
+def test_a_run_of_another_project_may_not_write_to_a_conversation_with_its_thread_id(
+    api, world, run
+):
+    # given conv-1 exists in the world's project
+    append(api, run.headers, "conv-1", ("user", "hello"))
+    # when a run of another project names the same thread
+    other_project = factories.project_create(world.tenant)
+    other_app = factories.app_key_create(world.tenant, [other_project])
+    intruder = factories.run_create(
+        other_app, other_project, participant_id="cust-1", thread_id="conv-1"
+    )
+    response = append(api, intruder.headers, "conv-1", ("user", "sneaky"))
+    # then it is refused and nothing lands
+    assert response.status_code == 403
+    assert Message.objects.count() == 1
