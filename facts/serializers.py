@@ -19,6 +19,7 @@ from facts.services import MAX_HOPS, RetentionInput, SubjectInput
 
 MAX_CONTENT_BYTES = 32 * 1024
 MAX_LIST_LIMIT = 200
+MAX_KEEP_DAYS = 100 * 366  # beyond a century, a date arithmetic overflow rather than a policy
 
 
 class StrictSerializer(serializers.Serializer):
@@ -73,7 +74,9 @@ class ScopeInput(StrictSerializer):
 
 
 class RetentionInputSerializer(StrictSerializer):
-    keep_days = serializers.IntegerField(required=False, allow_null=True, min_value=0)
+    keep_days = serializers.IntegerField(
+        required=False, allow_null=True, min_value=0, max_value=MAX_KEEP_DAYS
+    )
     keep_until = serializers.DateTimeField(required=False, allow_null=True)
     legal_hold = serializers.BooleanField(required=False, allow_null=True)
 

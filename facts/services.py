@@ -365,11 +365,12 @@ def fact_create(
 
     hash_ = content_hash(content, valid_from, valid_until)
     same = {f"fact__{k}": v for k, v in resolved.items()}
+    readers = readers_for(principal)
     existing = (
         Revision.objects.of_tenant(tenant_id)
-        .current()
+        .live()
         .filter(fact__type=type, fact__key=key, content_hash=hash_, **same)
-        .readable_by(readers_for(principal))
+        .readable_by(readers)
         .select_related("fact")
         .first()
     )
@@ -380,7 +381,7 @@ def fact_create(
     fact.created_at = now
     fact.save(force_insert=True)
     # The writer may only write where it could read: the same SQL guard as every read.
-    if not Fact.objects.filter(pk=fact.pk).readable_by(readers_for(principal)).exists():
+    if not Fact.objects.filter(pk=fact.pk).readable_by(readers).exists():
         raise Forbidden(
             "This credential may not write into that scope.", details={"scope": resolved}
         )
