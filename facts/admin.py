@@ -8,7 +8,7 @@ from typing import Any
 from django.contrib import admin
 from django.http import HttpRequest
 
-from facts.models import Fact, Link, RetentionPolicy, Revision, Subject
+from facts.models import Fact, Link, RetentionPolicy, Revision, Subject, WritePolicy
 
 
 class ReadOnlyAdmin(admin.ModelAdmin):
@@ -124,5 +124,15 @@ class RetentionPolicyAdmin(admin.ModelAdmin):
 
     list_display = ["fact_type", "tenant", "keep_days", "legal_hold"]
     list_filter = ["tenant", "legal_hold"]
+    search_fields = ["fact_type"]
+    list_select_related = ["tenant"]
+
+
+@admin.register(WritePolicy)
+class WritePolicyAdmin(admin.ModelAdmin):
+    """Per fact type: last-write-wins (the default) or a bounded ring of max_records."""
+
+    list_display = ["fact_type", "tenant", "policy", "max_records"]
+    list_filter = ["tenant", "policy"]
     search_fields = ["fact_type"]
     list_select_related = ["tenant"]

@@ -515,3 +515,37 @@ class RetentionPolicy(models.Model):
 
     def __str__(self) -> str:
         return f"{self.fact_type}: {self.keep_days} days"
+
+
+class WritePolicyKind(models.TextChoices):
+    LAST_WRITE_WINS = "last-write-wins", "last write wins (default): every write is kept"
+    CAP_CULL = "cap-cull", "bounded ring: past max_records per scope, the oldest are evicted"
+
+
+class WritePolicy(models.Model):
+    """How writes of one fact type behave in a tenant (the 003 seed's write policies). Types
+    without a row are last-write-wins."""
+
+    id = models.BigAutoField(primary_key=True)
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="+")
+    fact_type = models.CharField(max_length=100)
+    policy = models.CharField(
+        max_length=20, choices=WritePolicyKind.choices, default=WritePolicyKind.LAST_WRITE_WINS
+    )
+    max_records = models.PositiveIntegerField(null=True, blank=True)
+
+    class Meta:
+        verbose_name_plural = "write policies"
+        constraints = [
+            models.UniqueConstraint(fields=["tenant", "fact_type"], name="write_policy_per_type"),
+            models.CheckConstraint(
+                condition=Q(policy__in=WritePolicyKind.values), name="write_policy_kind_valid"
+            ),
+            models.CheckConstraint(
+                condition=~Q(policy=WritePolicyKind.CAP_CULL) | Q(max_records__gte=1),
+                name="cap_cull_names_its_cap",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.fact_type}: {self.policy}"

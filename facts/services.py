@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
+from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
@@ -29,6 +30,8 @@ from facts.models import (
     Revision,
     Subject,
     Trust,
+    WritePolicy,
+    WritePolicyKind,
 )
 from kindmem.access import Principal, Readers, readers_for
 from kindmem.errors import (
@@ -43,6 +46,7 @@ from kindmem.models import Org, Project, SubjectKind, User
 
 MAX_HOPS = 5
 SCOPE_KEYS = ("org_id", "project_id", "user_id", "participant_id", "thread_id", "session_id")
+SCOPE_COLUMNS = SCOPE_KEYS  # Fact's scope columns carry the same names
 
 
 @dataclass(frozen=True)
@@ -299,7 +303,10 @@ def _write_revision(
         caused_by_log_id=list(caused_by_log_id),
         supersedes=supersedes,
         search_text=search_text_of(content),
-        embedding_state=EmbeddingState.PENDING,
+        # The search work embeds pending revisions; with no embedder there is nothing to wait for.
+        embedding_state=(
+            EmbeddingState.NONE if settings.EMBEDDER == "none" else EmbeddingState.PENDING
+        ),
     )
     Subject.objects.bulk_create(
         [
@@ -366,13 +373,22 @@ def fact_create(
     hash_ = content_hash(content, valid_from, valid_until)
     same = {f"fact__{k}": v for k, v in resolved.items()}
     readers = readers_for(principal)
+    policy = WritePolicy.objects.filter(tenant_id=tenant_id, fact_type=type).first()
+    cap = policy.max_records if policy and policy.policy == WritePolicyKind.CAP_CULL else None
+    capped = cap is not None
+    # Last-write-wins types dedup scope-wide by content; a bounded ring dedups per entity
+    # only (the 003 seed): two equal turns of a conversation are two records.
     existing = (
-        Revision.objects.of_tenant(tenant_id)
-        .live()
-        .filter(fact__type=type, fact__key=key, content_hash=hash_, **same)
-        .readable_by(readers)
-        .select_related("fact")
-        .first()
+        None
+        if capped
+        else (
+            Revision.objects.of_tenant(tenant_id)
+            .live()
+            .filter(fact__type=type, fact__key=key, content_hash=hash_, **same)
+            .readable_by(readers)
+            .select_related("fact")
+            .first()
+        )
     )
     if existing is not None:
         return WriteResult(existing, "unchanged")
@@ -399,7 +415,36 @@ def fact_create(
         caused_by_log_id=caused_by_log_id,
         now=now,
     )
+    if cap is not None:
+        _cap_cull(fact, cap, by=f"policy:{WritePolicyKind.CAP_CULL.value}", now=now)
     return WriteResult(revision, "created")
+
+
+def _cap_cull(fact: Fact, max_records: int, *, by: str, now: datetime) -> list[Revision]:
+    """Evict the oldest live facts of `fact`'s type and exact scope past `max_records`
+    (invalidated `deleted`). A fact whose retention forbids deleting it is kept and still
+    counts. Rows are locked in primary-key order so that concurrent writers do not deadlock."""
+    same = {f"fact__{c}": getattr(fact, c) for c in SCOPE_COLUMNS}
+    cohort = list(
+        Revision.objects.of_tenant(fact.tenant_id)
+        .live()
+        .filter(fact__type=fact.type, **same)
+        .select_related("fact")
+        .order_by("pk")
+        .select_for_update(of=("self",))
+    )
+    excess = len(cohort) - max_records
+    if excess <= 0:
+        return []
+    evicted = []
+    for revision in sorted(cohort, key=lambda r: (r.fact.created_at, r.fact_id)):
+        if len(evicted) == excess:
+            break
+        if revision.fact_id == fact.id or retention_forbids_delete(revision, revision.fact, now):
+            continue
+        _invalidate(revision, by=by, reason=InvalidationReason.DELETED, now=now)
+        evicted.append(revision)
+    return evicted
 
 
 def _lock_current(principal: Principal, fact_id: uuid.UUID | str) -> tuple[Fact, Revision]:

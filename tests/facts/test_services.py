@@ -12,7 +12,7 @@ from django.db import connection
 from django.utils import timezone
 
 from facts import services
-from facts.models import Fact, RetentionPolicy, Revision
+from facts.models import Fact, RetentionPolicy, Revision, WritePolicy
 from kindmem.errors import Conflict, ErasureInProgress, Forbidden
 from kindmem.models import ErasureHold
 
@@ -182,3 +182,44 @@ def test_a_user_key_writes_as_the_user(world) -> None:
     rev = created.revision
     assert (rev.attributed_kind, rev.attributed_id) == ("user", str(world.user.id))
     assert [(s.kind, s.subject_id) for s in rev.subjects.all()] == [("user", str(world.user.id))]
+
+
+@pytest.mark.django_db
+def test_a_bounded_ring_evicts_the_oldest_past_its_cap(world) -> None:
+    # given: notes of this tenant are a ring of two per scope
+    WritePolicy.objects.create(
+        tenant=world.tenant, fact_type="turn", policy="cap-cull", max_records=2
+    )
+    admin = world.admin.principal
+
+    # when: three turns are written into one scope, and one elsewhere
+    written = [services.fact_create(principal=admin, type="turn", content=t) for t in "abc"]
+    services.fact_create(
+        principal=admin, type="turn", content="d", scope={"project_id": str(world.project.id)}
+    )
+
+    # then: the oldest of that scope is evicted (deleted by the policy); the other scope is not
+    first = Revision.objects.get(pk=written[0].revision.pk)
+    assert (first.invalidation_reason, first.invalidated_by) == ("deleted", "policy:cap-cull")
+    live = Revision.objects.live().order_by("content").values_list("content", flat=True)
+    assert list(live) == ["b", "c", "d"]
+
+
+@pytest.mark.django_db
+def test_a_bounded_ring_keeps_equal_contents_as_separate_records(world) -> None:
+    WritePolicy.objects.create(
+        tenant=world.tenant, fact_type="turn", policy="cap-cull", max_records=5
+    )
+    for _ in range(2):
+        services.fact_create(principal=world.admin.principal, type="turn", content="hi")
+    assert Revision.objects.live().count() == 2
+
+
+@pytest.mark.django_db
+def test_revisions_record_that_no_embedder_was_configured(world, settings) -> None:
+    settings.EMBEDDER = "none"
+    created = services.fact_create(principal=world.admin.principal, type="note", content="x")
+    assert created.revision.embedding_state == "none"
+    settings.EMBEDDER = "hashing"
+    other = services.fact_create(principal=world.admin.principal, type="note", content="y")
+    assert other.revision.embedding_state == "pending"
