@@ -223,14 +223,24 @@ def test_the_guard_property_covered_thousands_of_cases() -> None:
 
 
 def test_limit_applies_after_the_guard(containers: Containers) -> None:
-    # given: three readable facts, older than three hundred unreadable ones
+    # given: three readable facts, older than two thousand unreadable ones
     c = containers
     readable = [fact_insert(c.tenant, project_id=c.projects[0]) for _ in range(3)]
-    Fact.objects.bulk_create(
-        Fact(tenant=c.tenant, type="note", project_id=c.projects[1]) for _ in range(300)
+    hidden = Fact.objects.bulk_create(
+        Fact(tenant=c.tenant, type="note", project_id=c.projects[1]) for _ in range(2000)
     )
-    for fact in Fact.objects.filter(project_id=c.projects[1]):
-        fact_insert_revision(fact)
+    Revision.objects.bulk_create(
+        Revision(
+            tenant=c.tenant,
+            fact=fact,
+            version=1,
+            content="x",
+            content_hash="x",
+            attributed_kind="service",
+            attributed_id="t",
+        )
+        for fact in hidden
+    )
     reader = Readers(project_ids=frozenset({c.projects[0]}))
 
     # when: the newest three the reader may see are asked for
@@ -243,18 +253,6 @@ def test_limit_applies_after_the_guard(containers: Containers) -> None:
 
     # then: the reader gets its three, not an empty page
     assert {r.id for r in top} == {r.id for r in readable}
-
-
-def fact_insert_revision(fact: Fact) -> Revision:
-    return Revision.objects.create(
-        tenant_id=fact.tenant_id,
-        fact=fact,
-        version=1,
-        content="x",
-        content_hash="x",
-        attributed_kind="service",
-        attributed_id="t",
-    )
 
 
 def test_a_subject_under_erasure_hides_the_fact(containers: Containers) -> None:

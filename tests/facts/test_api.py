@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import uuid
 from datetime import timedelta
 from typing import Any
@@ -444,3 +445,55 @@ def test_a_link_confidence_outside_0_to_1_is_refused(api, world) -> None:
     assert response.status_code == 400
     assert "confidence" in response.json()["details"]
     assert Link.objects.count() == 0
+
+
+def test_the_list_limit_counts_only_what_the_reader_may_see(api, world) -> None:
+    # given: two facts of p-1, then fifty newer ones of p-2
+    mine = [
+        create(api, world.app, scope=participant_scope(world, "p-1"), content=f"mine {i}")
+        for i in range(2)
+    ]
+    for i in range(50):
+        create(api, world.app, scope=participant_scope(world, "p-2"), content=f"theirs {i}")
+    run = factories.run_create(world.app, world.project, participant_id="p-1")
+
+    # when: the run for p-1 asks for two
+    response = api.get("/v1/facts", {"limit": 2}, **run.headers)
+
+    # then: it gets its own two (the guard is applied before the limit)
+    got = {f["id"] for f in response.json()["facts"]}
+    assert got == {m.json()["fact"]["id"] for m in mine}
+
+
+def test_the_history_and_the_links_cost_a_fixed_number_of_queries(
+    api, world, django_assert_num_queries
+) -> None:
+    # given: a fact with three revisions, linked to a chain of three more
+    def make(text: str) -> str:
+        body = create(api, world.app, content=text, scope=participant_scope(world))
+        return body.json()["fact"]["id"]
+
+    head = make("head")
+    for text in ("v2", "v3"):
+        api.post(
+            f"/v1/facts/{head}/supersede", {"content": text}, format="json", **world.app.headers
+        )
+    chain = [head, make("one"), make("two"), make("three")]
+    for source, target in itertools.pairwise(chain):
+        api.post(
+            f"/v1/facts/{source}/links",
+            {"target": target, "type": "next"},
+            format="json",
+            **world.app.headers,
+        )
+    run = factories.run_create(world.app, world.project, participant_id="p-1")
+
+    # when / then: history is auth, revisions, subjects
+    with django_assert_num_queries(3):
+        history = api.get(f"/v1/facts/{head}/revisions", **run.headers)
+    assert [r["version"] for r in history.json()["revisions"]] == [3, 2, 1]
+
+    # and links are auth, the seed check, one per hop, the reached revisions and their subjects
+    with django_assert_num_queries(7):
+        links = api.get(f"/v1/facts/{head}/links", {"hops": 3}, **run.headers)
+    assert [r["hops"] for r in links.json()["reached"]] == [1, 2, 3]
