@@ -266,6 +266,7 @@ def _write_revision(
     expires_at: datetime | bool | None = False,
     generated_by_step_id: str | None = None,
     generated_by_tool_call_id: str | None = None,
+    review: str | None = None,
     now: datetime,
 ) -> Revision:
     keep_days, keep_until, legal_hold = retention
@@ -302,6 +303,7 @@ def _write_revision(
         source=source,
         caused_by_log_id=list(caused_by_log_id),
         supersedes=supersedes,
+        review=review,
         search_text=search_text_of(content),
         # The search work embeds pending revisions; with no embedder there is nothing to wait for.
         embedding_state=(
@@ -344,8 +346,15 @@ def fact_create(
     retention: RetentionInput | None = None,
     source: Any = None,
     caused_by_log_id: Sequence[str] = (),
+    trust: str | None = None,
+    review: str | None = None,
+    step_id: str | None = None,
+    tool_call_id: str | None = None,
 ) -> WriteResult:
     """Write a new fact (version 1, trust `asserted`, attributed to the principal).
+
+    `trust`, `review` and the run step (`step_id`, `tool_call_id`) are for the agent-memory
+    write path (`remember`: `unverified`, maybe `pending`); the API never passes them.
 
     A current fact of the same type, scope and slot whose content and validity hash equally is
     returned unchanged (the 003 seed's content dedup): writing the same thing twice is one fact.
@@ -413,6 +422,10 @@ def fact_create(
         observed_at=observed_at,
         source=source,
         caused_by_log_id=caused_by_log_id,
+        trust=trust,
+        review=review,
+        generated_by_step_id=step_id,
+        generated_by_tool_call_id=tool_call_id,
         now=now,
     )
     if cap is not None:
@@ -514,6 +527,10 @@ def fact_supersede(
     retention: RetentionInput | None = None,
     source: Any = None,
     caused_by_log_id: Sequence[str] = (),
+    trust: str | None = None,
+    review: str | None = None,
+    step_id: str | None = None,
+    tool_call_id: str | None = None,
 ) -> WriteResult:
     """Write the fact's next revision (version + 1, `supersedes` the current one, which is
     invalidated `superseded`). With `expected_version`, a fact that moved on is a `conflict`.
@@ -542,6 +559,10 @@ def fact_supersede(
         source=source if source is not None else current.source,
         caused_by_log_id=caused_by_log_id,
         supersedes=current,
+        trust=trust,
+        review=review,
+        generated_by_step_id=step_id,
+        generated_by_tool_call_id=tool_call_id,
         now=now,
     )
     return WriteResult(revision, "superseded")
