@@ -89,7 +89,23 @@ class SubjectSerializer(StrictSerializer):
     id = TextField(max_length=200, min_length=1)
 
 
+def _storable_json(value: Any) -> Any:
+    """PostgreSQL's jsonb cannot hold a NUL character: refuse it here rather than fail later."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str) and "\x00" in item:
+            raise serializers.ValidationError("NUL characters are not accepted.")
+        if isinstance(item, dict):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return value
+
+
 def _content_size(value: Any) -> Any:
+    _storable_json(value)
     size = len(json.dumps(value, ensure_ascii=False).encode())
     if size > MAX_CONTENT_BYTES:
         raise serializers.ValidationError(
@@ -107,7 +123,7 @@ class _RevisionInput(StrictSerializer):
     valid_until = serializers.DateTimeField(required=False, allow_null=True)
     observed_at = serializers.DateTimeField(required=False, allow_null=True)
     retention = RetentionInputSerializer(required=False)
-    source = serializers.JSONField(required=False, allow_null=True)
+    source = serializers.JSONField(required=False, allow_null=True, validators=[_storable_json])
     caused_by_log_id = serializers.ListField(
         child=TextField(max_length=200), required=False, max_length=50
     )
@@ -195,7 +211,7 @@ class LinkCreateInput(StrictSerializer):
     confidence = serializers.FloatField(
         required=False, allow_null=True, min_value=0.0, max_value=1.0
     )
-    provenance = serializers.JSONField(required=False, allow_null=True)
+    provenance = serializers.JSONField(required=False, allow_null=True, validators=[_storable_json])
     valid_at = serializers.DateTimeField(required=False, allow_null=True)
     invalid_at = serializers.DateTimeField(required=False, allow_null=True)
 

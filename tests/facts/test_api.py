@@ -118,6 +118,8 @@ def test_a_writer_cannot_write_into_a_container_it_cannot_read(api, world) -> No
         ({"type": "note", "content": "x", "retention": {"keep_days": -1}}, "retention"),
         ({"type": "note", "content": "x", "retention": {"keep_days": 10**9}}, "retention"),
         ({"type": "note", "content": None}, "content"),
+        ({"type": "note", "content": {"text": "nul \u0000 here"}}, "content"),
+        ({"type": "note", "content": "x", "key": "a\u0000b"}, "key"),
         ({"type": "note", "content": "x", "tags": "diet"}, "tags"),
         ({"type": "note", "content": "x", "scope": "tenant"}, "scope"),
         ({"type": "note", "content": "x", "subjects": [{"kind": "robot", "id": "r"}]}, "subjects"),
