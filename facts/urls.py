@@ -1,6 +1,15 @@
 from __future__ import annotations
 
-from django.urls import URLPattern
+from django.urls import URLPattern, path
+
+from facts import views
 
 # This app's /v1 routes (included by kindmem/urls.py under /v1/).
-urlpatterns: list[URLPattern] = []
+urlpatterns: list[URLPattern] = [
+    path("facts", views.FactListView.as_view(), name="facts"),
+    path("facts/<str:fact_id>", views.FactDetailView.as_view(), name="fact"),
+    path("facts/<str:fact_id>/revisions", views.FactRevisionsView.as_view(), name="fact-revisions"),
+    path("facts/<str:fact_id>/supersede", views.FactSupersedeView.as_view(), name="fact-supersede"),
+    path("facts/<str:fact_id>/verify", views.FactVerifyView.as_view(), name="fact-verify"),
+    path("facts/<str:fact_id>/links", views.FactLinksView.as_view(), name="fact-links"),
+]

@@ -9,6 +9,7 @@ from django.contrib.auth.models import Group
 from django.db import transaction
 
 from kindmem import services
+from kindmem.access import Principal
 from kindmem.models import Agent, ApiKey, Org, PrincipalKind, Project, Tenant, User
 
 DEMO_TENANT = "demo"
@@ -61,10 +62,16 @@ def demo_seed() -> DemoCredentials:
         )
     for key in ApiKey.objects.filter(tenant=tenant, name__in=DEMO_KEY_NAMES, revoked_at=None):
         services.api_key_revoke(key=key)
-    _, creds.keys["admin"] = services.api_key_create(
+    admin_key, creds.keys["admin"] = services.api_key_create(
         tenant=tenant, kind=PrincipalKind.ADMIN, name="demo admin key"
     )
     _, creds.keys["app"] = services.api_key_create(
         tenant=tenant, kind=PrincipalKind.APP, name="demo app key", projects=[project]
+    )
+    from facts.demo import demo_facts_seed  # facts builds on kindmem, not the other way round
+
+    demo_facts_seed(
+        principal=Principal(kind=PrincipalKind.ADMIN, tenant_id=tenant.id, api_key=admin_key),
+        project=project,
     )
     return creds

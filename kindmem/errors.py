@@ -66,6 +66,12 @@ class RetentionViolation(KindmemError):
     default_message = "Retention forbids this change."
 
 
+class Conflict(KindmemError):
+    code = "conflict"
+    status_code = status.HTTP_409_CONFLICT
+    default_message = "Someone else changed this first; read it again and retry."
+
+
 class ErasureInProgress(KindmemError):
     code = "erasure-in-progress"
     status_code = status.HTTP_409_CONFLICT

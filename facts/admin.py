@@ -1,0 +1,138 @@
+"""The staff console for facts: read-mostly, since revisions are immutable and every change
+goes through a service (supersede, verify, delete) that writes the next revision."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib import admin
+from django.http import HttpRequest
+
+from facts.models import Fact, Link, RetentionPolicy, Revision, Subject, WritePolicy
+
+
+class ReadOnlyAdmin(admin.ModelAdmin):
+    """Immutable rows: shown, never added, edited or deleted from the console."""
+
+    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+
+class RevisionTimeline(admin.TabularInline):
+    """The fact page's timeline: every revision, newest first, and why each one ended."""
+
+    model = Revision
+    fk_name = "fact"
+    ordering = ["-version"]
+    extra = 0
+    show_change_link = True
+    fields = [
+        "version",
+        "content",
+        "trust",
+        "attributed_kind",
+        "attributed_id",
+        "created_at",
+        "invalidated_at",
+        "invalidation_reason",
+        "review",
+        "expires_at",
+    ]
+    readonly_fields = fields
+
+    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+
+@admin.register(Fact)
+class FactAdmin(ReadOnlyAdmin):
+    list_display = ["id", "type", "tenant", "project", "participant_id", "user", "created_at"]
+    list_filter = ["tenant", "type", "created_at"]
+    # "=" keeps each lookup exact and indexed; subject ids find what a person's facts are.
+    search_fields = ["=id", "=participant_id", "=thread_id", "=revisions__subjects__subject_id"]
+    list_select_related = ["tenant", "project", "user"]
+    inlines = [RevisionTimeline]
+
+
+class SubjectInline(admin.TabularInline):
+    model = Subject
+    fk_name = "revision"
+    extra = 0
+    fields = ["kind", "subject_id"]
+    readonly_fields = fields
+
+    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+
+@admin.register(Revision)
+class RevisionAdmin(ReadOnlyAdmin):
+    list_display = [
+        "fact",
+        "version",
+        "trust",
+        "attributed_kind",
+        "created_at",
+        "invalidation_reason",
+        "review",
+        "expires_at",
+    ]
+    list_filter = ["tenant", "trust", "invalidation_reason", "review", "embedding_state"]
+    search_fields = ["=id", "=fact__id", "=subjects__subject_id", "=attributed_id"]
+    list_select_related = ["fact", "tenant"]
+    exclude = ["embedding"]
+    inlines = [SubjectInline]
+
+
+@admin.register(Subject)
+class SubjectAdmin(ReadOnlyAdmin):
+    list_display = ["kind", "subject_id", "fact", "revision", "tenant"]
+    list_filter = ["tenant", "kind"]
+    search_fields = ["=subject_id", "=fact__id"]
+    list_select_related = ["tenant", "fact", "revision"]
+
+
+@admin.register(Link)
+class LinkAdmin(ReadOnlyAdmin):
+    list_display = ["source", "type", "target", "confidence", "created_by", "created_at"]
+    list_filter = ["tenant", "type"]
+    search_fields = ["=source__id", "=target__id", "type"]
+    list_select_related = ["tenant", "source", "target"]
+
+
+@admin.register(RetentionPolicy)
+class RetentionPolicyAdmin(admin.ModelAdmin):
+    """Tenant defaults per fact type: editable; a fact-level retention override wins."""
+
+    list_display = ["fact_type", "tenant", "keep_days", "legal_hold"]
+    list_filter = ["tenant", "legal_hold"]
+    search_fields = ["fact_type"]
+    list_select_related = ["tenant"]
+
+
+@admin.register(WritePolicy)
+class WritePolicyAdmin(admin.ModelAdmin):
+    """Per fact type: last-write-wins (the default) or a bounded ring of max_records."""
+
+    list_display = ["fact_type", "tenant", "policy", "max_records"]
+    list_filter = ["tenant", "policy"]
+    search_fields = ["fact_type"]
+    list_select_related = ["tenant"]

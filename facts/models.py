@@ -1,0 +1,551 @@
+"""Facts and their revisions, the people they are about, and the links between them.
+
+A `Fact` is the identity that survives supersession: its tenant, type and scope (the containers
+the reader guard checks). Each `Revision` is one immutable version of it: content, trust,
+provenance, world-time validity, record-time invalidation, retention and expiry. Exactly one
+revision of a fact is current (`invalidated_at IS NULL`), which a partial unique index enforces.
+
+Reads go through `RevisionQuerySet`: `Revision.objects.live().readable_by(readers)` is what an
+API read starts from (see DESIGN.md rule 3 and `facts.access` for the Python reference).
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+from typing import TYPE_CHECKING
+
+from django.contrib.postgres.fields import ArrayField
+from django.contrib.postgres.indexes import GinIndex
+from django.contrib.postgres.search import SearchVector, SearchVectorField
+from django.db import models
+from django.db.models import Exists, OuterRef, Q
+from django.db.models.functions import Cast
+from django.utils import timezone
+from pgvector.django import HnswIndex, VectorField
+
+from facts.embedding import DIMENSIONS
+from kindmem.models import ErasureHold, Org, Project, Run, SubjectKind, Tenant, User
+
+if TYPE_CHECKING:
+    from kindmem.access import Readers
+
+
+class Trust(models.TextChoices):
+    VERIFIED = "verified", "verified: a person with the right checked it"
+    ASSERTED = "asserted", "asserted: an app or a person wrote it"
+    UNVERIFIED = "unverified", "unverified: an agent remembered it"
+
+
+class AttributionKind(models.TextChoices):
+    USER = "user", "a Kindgi user"
+    SERVICE = "service", "a service (an app or admin key)"
+    AGENT = "agent", "an agent run"
+
+
+class InvalidationReason(models.TextChoices):
+    SUPERSEDED = "superseded"
+    DELETED = "deleted"
+    ERASED = "erased"
+    EXPIRED = "expired"
+
+
+class Review(models.TextChoices):
+    PENDING = "pending"
+
+
+class EmbeddingState(models.TextChoices):
+    PENDING = "pending", "waiting to be embedded"
+    DONE = "done", "embedded"
+    FAILED = "failed", "the embedder failed"
+    NONE = "none", "no embedder configured when written"
+
+
+class FactSubjectKind(models.TextChoices):
+    PARTICIPANT = SubjectKind.PARTICIPANT.value, SubjectKind.PARTICIPANT.label
+    USER = SubjectKind.USER.value, SubjectKind.USER.label
+    EXTERNAL = SubjectKind.EXTERNAL.value, SubjectKind.EXTERNAL.label
+
+
+def _uuid_strings(values: frozenset[str]) -> list[uuid.UUID]:
+    """The values that are UUIDs; any other string cannot name an org, project or user."""
+    out = []
+    for value in values:
+        try:
+            out.append(uuid.UUID(str(value)))
+        except ValueError:
+            continue
+    return out
+
+
+def scope_guard(readers: Readers, prefix: str = "") -> Q:
+    """The seed's `isReadableBy` as a Q over a fact's scope columns (reached through `prefix`).
+
+    Each named container must be one the readers have; an unnamed (NULL) container asks
+    nothing. `readers.all` passes everything (the tenant filter is applied separately).
+    """
+    if readers.all:
+        return Q()
+    p = prefix
+    projects = _uuid_strings(readers.project_ids)
+    on_behalf = _uuid_strings(readers.on_behalf_of_project_ids)
+    on_behalf_q = Q(**{f"{p}project_id__in": on_behalf})
+    project_ok = Q(**{f"{p}project_id__isnull": True}) | Q(
+        **{f"{p}project_id__in": projects + on_behalf}
+    )
+    org_ok = (
+        Q(**{f"{p}project_id__isnull": False})
+        | Q(**{f"{p}org_id__isnull": True})
+        | Q(**{f"{p}org_id__in": _uuid_strings(readers.org_ids)})
+    )
+    user_ok = Q(**{f"{p}user_id__isnull": True}) | Q(
+        **{f"{p}user_id__in": _uuid_strings(readers.user_ids)}
+    )
+    participant_ok = (
+        Q(**{f"{p}participant_id__isnull": True})
+        | Q(**{f"{p}participant_id__in": sorted(readers.participant_ids)})
+        | on_behalf_q
+    )
+    thread_ok = (
+        Q(**{f"{p}thread_id__isnull": True})
+        | Q(**{f"{p}thread_id__in": sorted(readers.thread_ids)})
+        | on_behalf_q
+    )
+    return project_ok & org_ok & user_ok & participant_ok & thread_ok
+
+
+def held_scope(prefix: str = "") -> Exists:
+    """Whether an erasure in progress holds the person a fact's scope names (its participant
+    or its Kindgi user). Reads exclude such facts: a held person's data reads as nothing."""
+    p = prefix
+    return Exists(
+        ErasureHold.objects.filter(tenant_id=OuterRef(f"{p}tenant_id")).filter(
+            Q(subject_kind=SubjectKind.PARTICIPANT, subject_id=OuterRef(f"{p}participant_id"))
+            | Q(
+                subject_kind=SubjectKind.USER,
+                subject_id=Cast(OuterRef(f"{p}user_id"), models.CharField()),
+            )
+        )
+    )
+
+
+class FactQuerySet(models.QuerySet["Fact"]):
+    def of_tenant(self, tenant_id: uuid.UUID | str) -> FactQuerySet:
+        return self.filter(tenant_id=tenant_id)
+
+    def readable_by(self, readers: Readers) -> FactQuerySet:
+        """Facts whose scope `readers` may read (`is_readable_by`, in SQL), none of whose
+        scope persons is held by an erasure in progress."""
+        return self.filter(scope_guard(readers)).exclude(held_scope())
+
+
+class Fact(models.Model):
+    """A fact across its revisions: where it lives (scope) and what kind of thing it is."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="facts")
+    type = models.CharField(max_length=100)
+    # The scope (the seed's MemoryScope): the containers the reader guard checks.
+    org = models.ForeignKey(Org, on_delete=models.PROTECT, null=True, blank=True, related_name="+")
+    project = models.ForeignKey(
+        Project, on_delete=models.PROTECT, null=True, blank=True, related_name="+"
+    )
+    user = models.ForeignKey(
+        User, on_delete=models.PROTECT, null=True, blank=True, related_name="+"
+    )
+    participant_id = models.CharField(max_length=200, null=True, blank=True)
+    thread_id = models.CharField(max_length=200, null=True, blank=True)
+    # The session is not a container: it narrows, it never grants.
+    session_id = models.CharField(max_length=200, null=True, blank=True)
+    # The slot an agent fills (`remember`'s `key`): a new value for it is the next revision.
+    key = models.CharField(max_length=200, null=True, blank=True)
+    tags = ArrayField(models.CharField(max_length=100), default=list, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    objects = FactQuerySet.as_manager()
+
+    class Meta:
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(participant_id__isnull=True) | Q(project__isnull=False),
+                name="fact_participant_requires_project",
+            ),
+            models.CheckConstraint(condition=~Q(type=""), name="fact_type_not_empty"),
+        ]
+        indexes = [
+            # GET /v1/facts?type=...: the tenant's facts of one type
+            models.Index(fields=["tenant", "type"], name="fact_by_type"),
+            # the guard and erasure: a project's / a participant's / a user's facts
+            models.Index(fields=["tenant", "project", "participant_id"], name="fact_by_project"),
+            models.Index(fields=["tenant", "user"], name="fact_by_user"),
+            models.Index(fields=["tenant", "thread_id"], name="fact_by_thread"),
+            # remember: the fact that holds a slot
+            models.Index(fields=["tenant", "type", "key"], name="fact_by_slot"),
+            # ?tag=...
+            GinIndex(fields=["tags"], name="fact_tags_gin"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.type} {self.id}"
+
+    @property
+    def scope(self) -> dict[str, str]:
+        """The seed's MemoryScope (snake_case), naming only the containers set."""
+        values = {
+            "org_id": self.org_id,
+            "project_id": self.project_id,
+            "user_id": self.user_id,
+            "participant_id": self.participant_id,
+            "thread_id": self.thread_id,
+            "session_id": self.session_id,
+        }
+        return {k: str(v) for k, v in values.items() if v is not None}
+
+
+class RevisionQuerySet(models.QuerySet["Revision"]):
+    def of_tenant(self, tenant_id: uuid.UUID | str) -> RevisionQuerySet:
+        return self.filter(tenant_id=tenant_id)
+
+    def readable_by(self, readers: Readers) -> RevisionQuerySet:
+        """Revisions of facts whose scope `readers` may read (the seed's `isReadableBy`,
+        compiled to SQL), excluding any whose fact's scope person or whose subjects an
+        erasure in progress holds. Apply before any LIMIT."""
+        held_subject = Exists(
+            Subject.objects.filter(revision_id=OuterRef("pk")).filter(
+                Exists(
+                    ErasureHold.objects.filter(
+                        tenant_id=OuterRef("tenant_id"),
+                        subject_kind=OuterRef("kind"),
+                        subject_id=OuterRef("subject_id"),
+                    )
+                )
+            )
+        )
+        return (
+            self.filter(scope_guard(readers, "fact__"))
+            .exclude(held_scope("fact__"))
+            .exclude(held_subject)
+        )
+
+    def current(self) -> RevisionQuerySet:
+        """Each fact's current revision (record time: never invalidated)."""
+        return self.filter(invalidated_at__isnull=True)
+
+    def approved(self) -> RevisionQuerySet:
+        """Not waiting for a person's review: a pending fact is never retrieved."""
+        return self.filter(review__isnull=True)
+
+    def unexpired(self, at: datetime | None = None) -> RevisionQuerySet:
+        """Not past `expires_at` (compared in the query, so no read waits for a sweep)."""
+        at = at or timezone.now()
+        return self.filter(Q(expires_at__isnull=True) | Q(expires_at__gt=at))
+
+    def valid_at(self, at: datetime) -> RevisionQuerySet:
+        """True in the world at `at` (application time): valid_from <= at < valid_until."""
+        return self.filter(
+            Q(valid_from__isnull=True) | Q(valid_from__lte=at),
+            Q(valid_until__isnull=True) | Q(valid_until__gt=at),
+        )
+
+    def as_of(self, at: datetime) -> RevisionQuerySet:
+        """What kindmem held at record time `at`: written by then and not yet invalidated."""
+        return self.filter(
+            Q(created_at__lte=at), Q(invalidated_at__isnull=True) | Q(invalidated_at__gt=at)
+        )
+
+    def narrowed(
+        self,
+        *,
+        type: str | None = None,
+        scope: dict[str, str] | None = None,
+        tag: str | None = None,
+    ) -> RevisionQuerySet:
+        """Narrow within what the guard lets through: type, scope keys (every given key must
+        match exactly) and a tag."""
+        qs = self
+        if type:
+            qs = qs.filter(fact__type=type)
+        for key, value in (scope or {}).items():
+            qs = qs.filter(**{f"fact__{key}": value})
+        if tag:
+            qs = qs.filter(fact__tags__contains=[tag])
+        return qs
+
+    def live(self) -> RevisionQuerySet:
+        """What a read returns (DESIGN rule 3): current, approved, unexpired."""
+        return self.current().approved().unexpired()
+
+
+class Revision(models.Model):
+    """One immutable version of a fact. Supersede, verify and delete never edit content: they
+    write the next revision and/or set the invalidation columns of this one."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="+")
+    fact = models.ForeignKey(Fact, on_delete=models.CASCADE, related_name="revisions")
+    version = models.PositiveIntegerField()
+    content = models.JSONField()
+    content_hash = models.CharField(max_length=64)
+    trust = models.CharField(max_length=10, choices=Trust.choices, default=Trust.ASSERTED)
+    verified_by = models.CharField(max_length=200, null=True, blank=True)
+    verified_at = models.DateTimeField(null=True, blank=True)
+    # PROV wasAttributedTo: set by the server from the writer's credential, never the body.
+    attributed_kind = models.CharField(max_length=10, choices=AttributionKind.choices)
+    attributed_id = models.CharField(max_length=200)
+    attributed_agent_version = models.CharField(max_length=50, null=True, blank=True)
+    # PROV wasGeneratedBy: the run step that wrote it, for one an agent wrote.
+    generated_by_run = models.ForeignKey(
+        Run, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    generated_by_step_id = models.CharField(max_length=200, null=True, blank=True)
+    generated_by_tool_call_id = models.CharField(max_length=200, null=True, blank=True)
+    # World time (when it is true) and when it was said or seen.
+    valid_from = models.DateTimeField(null=True, blank=True)
+    valid_until = models.DateTimeField(null=True, blank=True)
+    observed_at = models.DateTimeField(null=True, blank=True)
+    # Record time: written, and (once not current) when, by whom and why it stopped being.
+    created_at = models.DateTimeField(default=timezone.now)
+    invalidated_at = models.DateTimeField(null=True, blank=True)
+    invalidated_by = models.CharField(max_length=200, null=True, blank=True)
+    invalidation_reason = models.CharField(
+        max_length=10, choices=InvalidationReason.choices, null=True, blank=True
+    )
+    review = models.CharField(max_length=10, choices=Review.choices, null=True, blank=True)
+    # Retention override (the seed's Retention); tenant policy supplies the defaults.
+    keep_days = models.PositiveIntegerField(null=True, blank=True)
+    keep_until = models.DateTimeField(null=True, blank=True)
+    legal_hold = models.BooleanField(default=False)
+    expires_at = models.DateTimeField(null=True, blank=True)
+    # Kind-B cached views: where the content comes from and how fresh it is (the seed's Source).
+    source = models.JSONField(null=True, blank=True)
+    caused_by_log_id = ArrayField(models.CharField(max_length=200), default=list, blank=True)
+    # PROV wasRevisionOf. One-to-one: a revision is replaced at most once.
+    supersedes = models.OneToOneField(
+        "self", on_delete=models.SET_NULL, null=True, blank=True, related_name="superseded_by"
+    )
+    # Search columns (keyword and semantic search query these; see facts/search).
+    search_text = models.TextField(default="", blank=True)
+    search_vector = models.GeneratedField(
+        expression=SearchVector("search_text", config="english"),
+        output_field=SearchVectorField(),
+        db_persist=True,
+    )
+    embedding = VectorField(dimensions=DIMENSIONS, null=True, blank=True)
+    embedding_model = models.CharField(max_length=200, null=True, blank=True)
+    embedding_state = models.CharField(
+        max_length=10, choices=EmbeddingState.choices, default=EmbeddingState.PENDING
+    )
+
+    objects = RevisionQuerySet.as_manager()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["tenant", "fact", "version"], name="revision_version_unique"
+            ),
+            # Exactly one current revision per fact: two concurrent supersedes cannot both win.
+            models.UniqueConstraint(
+                fields=["tenant", "fact"],
+                condition=Q(invalidated_at__isnull=True),
+                name="one_current_revision_per_fact",
+            ),
+            # remember's idempotency: one revision per (run, tool call).
+            models.UniqueConstraint(
+                fields=["tenant", "generated_by_run", "generated_by_tool_call_id"],
+                condition=Q(generated_by_run__isnull=False)
+                & Q(generated_by_tool_call_id__isnull=False),
+                name="one_revision_per_tool_call",
+            ),
+            models.CheckConstraint(condition=Q(version__gte=1), name="revision_version_positive"),
+            models.CheckConstraint(
+                condition=Q(trust__in=Trust.values), name="revision_trust_valid"
+            ),
+            models.CheckConstraint(
+                condition=Q(attributed_kind__in=AttributionKind.values),
+                name="revision_attribution_kind_valid",
+            ),
+            models.CheckConstraint(
+                condition=Q(invalidation_reason__isnull=True)
+                | Q(invalidation_reason__in=InvalidationReason.values),
+                name="revision_invalidation_reason_valid",
+            ),
+            models.CheckConstraint(
+                condition=Q(invalidated_at__isnull=True, invalidation_reason__isnull=True)
+                | Q(invalidated_at__isnull=False, invalidation_reason__isnull=False),
+                name="revision_invalidated_with_reason",
+            ),
+            models.CheckConstraint(
+                condition=Q(review__isnull=True) | Q(review__in=Review.values),
+                name="revision_review_valid",
+            ),
+            models.CheckConstraint(
+                condition=Q(embedding_state__in=EmbeddingState.values),
+                name="revision_embedding_state_valid",
+            ),
+            models.CheckConstraint(
+                condition=Q(valid_from__isnull=True)
+                | Q(valid_until__isnull=True)
+                | Q(valid_from__lt=models.F("valid_until")),
+                name="revision_valid_from_before_until",
+            ),
+            models.CheckConstraint(
+                condition=~Q(trust=Trust.VERIFIED)
+                | Q(verified_by__isnull=False, verified_at__isnull=False),
+                name="revision_verified_names_verifier",
+            ),
+        ]
+        indexes = [
+            # a fact's history, newest first
+            models.Index(fields=["tenant", "fact", "-version"], name="revision_history"),
+            # list reads: the current revisions of a tenant, newest first
+            models.Index(
+                fields=["tenant", "-created_at"],
+                condition=Q(invalidated_at__isnull=True),
+                name="revision_current_recent",
+            ),
+            # the expiry sweep: current revisions past expires_at
+            models.Index(
+                fields=["tenant", "expires_at"],
+                condition=Q(invalidated_at__isnull=True, expires_at__isnull=False),
+                name="revision_expiry",
+            ),
+            # keyword search over search_vector
+            GinIndex(fields=["search_vector"], name="revision_search_gin"),
+            # semantic search: cosine distance over embedding
+            HnswIndex(
+                name="revision_embedding_hnsw",
+                fields=["embedding"],
+                m=16,
+                ef_construction=64,
+                opclasses=["vector_cosine_ops"],
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.fact_id} v{self.version}"
+
+    @property
+    def is_current(self) -> bool:
+        return self.invalidated_at is None
+
+
+class Subject(models.Model):
+    """Whom a revision is about: what subject access and erasure requests by person find."""
+
+    id = models.BigAutoField(primary_key=True)
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="+")
+    revision = models.ForeignKey(Revision, on_delete=models.CASCADE, related_name="subjects")
+    # Denormalized so that an erasure finds a person's facts without joining revisions.
+    fact = models.ForeignKey(Fact, on_delete=models.CASCADE, related_name="+")
+    kind = models.CharField(max_length=20, choices=FactSubjectKind.choices)
+    subject_id = models.CharField(max_length=200)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["tenant", "revision", "kind", "subject_id"],
+                name="subject_once_per_revision",
+            ),
+            models.CheckConstraint(
+                condition=Q(kind__in=FactSubjectKind.values), name="subject_kind_valid"
+            ),
+            models.CheckConstraint(condition=~Q(subject_id=""), name="subject_id_not_empty"),
+        ]
+        indexes = [
+            # access and erasure requests: everything about one person
+            models.Index(fields=["tenant", "kind", "subject_id"], name="subject_by_person"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.kind}:{self.subject_id}"
+
+
+class Link(models.Model):
+    """An attributed link from one fact to another (the 003 seed's IEdge)."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="+")
+    source = models.ForeignKey(Fact, on_delete=models.CASCADE, related_name="links_out")
+    target = models.ForeignKey(Fact, on_delete=models.CASCADE, related_name="links_in")
+    type = models.CharField(max_length=100)
+    confidence = models.FloatField(null=True, blank=True)
+    provenance = models.JSONField(null=True, blank=True)
+    valid_at = models.DateTimeField(null=True, blank=True)
+    invalid_at = models.DateTimeField(null=True, blank=True)
+    created_by = models.CharField(max_length=200)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["tenant", "source", "target", "type"], name="link_once_per_type"
+            ),
+            models.CheckConstraint(
+                condition=Q(confidence__isnull=True) | Q(confidence__gte=0.0, confidence__lte=1.0),
+                name="link_confidence_0_to_1",
+            ),
+            models.CheckConstraint(condition=~Q(type=""), name="link_type_not_empty"),
+        ]
+        indexes = [
+            # traversal: outbound and inbound edges of a fact
+            models.Index(fields=["tenant", "source"], name="link_out"),
+            models.Index(fields=["tenant", "target"], name="link_in"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.source_id} -{self.type}-> {self.target_id}"
+
+
+class RetentionPolicy(models.Model):
+    """A tenant's default retention for one fact type; a fact-level override wins."""
+
+    id = models.BigAutoField(primary_key=True)
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="+")
+    fact_type = models.CharField(max_length=100)
+    keep_days = models.PositiveIntegerField(null=True, blank=True)
+    legal_hold = models.BooleanField(default=False)
+
+    class Meta:
+        verbose_name_plural = "retention policies"
+        constraints = [
+            models.UniqueConstraint(
+                fields=["tenant", "fact_type"], name="retention_policy_per_type"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.fact_type}: {self.keep_days} days"
+
+
+class WritePolicyKind(models.TextChoices):
+    LAST_WRITE_WINS = "last-write-wins", "last write wins (default): every write is kept"
+    CAP_CULL = "cap-cull", "bounded ring: past max_records per scope, the oldest are evicted"
+
+
+class WritePolicy(models.Model):
+    """How writes of one fact type behave in a tenant (the 003 seed's write policies). Types
+    without a row are last-write-wins."""
+
+    id = models.BigAutoField(primary_key=True)
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="+")
+    fact_type = models.CharField(max_length=100)
+    policy = models.CharField(
+        max_length=20, choices=WritePolicyKind.choices, default=WritePolicyKind.LAST_WRITE_WINS
+    )
+    max_records = models.PositiveIntegerField(null=True, blank=True)
+
+    class Meta:
+        verbose_name_plural = "write policies"
+        constraints = [
+            models.UniqueConstraint(fields=["tenant", "fact_type"], name="write_policy_per_type"),
+            models.CheckConstraint(
+                condition=Q(policy__in=WritePolicyKind.values), name="write_policy_kind_valid"
+            ),
+            models.CheckConstraint(
+                condition=~Q(policy=WritePolicyKind.CAP_CULL) | Q(max_records__gte=1),
+                name="cap_cull_names_its_cap",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.fact_type}: {self.policy}"

@@ -1,0 +1,344 @@
+"""Input serializers validate requests (unknown fields are an error, not silently dropped);
+output serializers render revisions in the seed's Fact shape, snake_case. Neither saves nor
+queries: views call services and QuerySet methods."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import uuid
+from datetime import datetime
+from typing import Any
+
+from django.utils.dateparse import parse_datetime
+from rest_framework import serializers
+
+from facts.models import FactSubjectKind, Revision, Trust
+from facts.services import MAX_HOPS, RetentionInput, SubjectInput
+
+MAX_CONTENT_BYTES = 32 * 1024
+MAX_LIST_LIMIT = 200
+MAX_KEEP_DAYS = 100 * 366  # beyond a century, a date arithmetic overflow rather than a policy
+
+
+class StrictSerializer(serializers.Serializer):
+    """Rejects fields it does not declare, naming them: a typo is an error, not a no-op."""
+
+    def to_internal_value(self, data: Any) -> Any:
+        unknown: dict[str, list[str]] = {}
+        if isinstance(data, dict):
+            unknown = {k: ["Unknown field."] for k in sorted(set(data) - set(self.fields))}
+        try:
+            value = super().to_internal_value(data)
+        except serializers.ValidationError as exc:
+            if unknown and isinstance(exc.detail, dict):
+                raise serializers.ValidationError({**exc.detail, **unknown}) from None
+            raise
+        if unknown:
+            raise serializers.ValidationError(unknown)
+        return value
+
+
+class _NoCoercion:
+    """A text field that refuses numbers and booleans instead of turning 7 into "7"."""
+
+    def to_internal_value(self, data: Any) -> Any:
+        if not isinstance(data, str):
+            self.fail("invalid")
+        return super().to_internal_value(data)  # type: ignore[misc]
+
+
+class TextField(_NoCoercion, serializers.CharField):
+    pass
+
+
+class PatternField(_NoCoercion, serializers.RegexField):
+    pass
+
+
+class ScopeInput(StrictSerializer):
+    org_id = serializers.UUIDField(required=False, allow_null=True)
+    project_id = serializers.UUIDField(required=False, allow_null=True)
+    user_id = serializers.UUIDField(required=False, allow_null=True)
+    participant_id = TextField(required=False, allow_null=True, max_length=200, min_length=1)
+    thread_id = TextField(required=False, allow_null=True, max_length=200, min_length=1)
+    session_id = TextField(required=False, allow_null=True, max_length=200, min_length=1)
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        if attrs.get("participant_id") and not attrs.get("project_id"):
+            raise serializers.ValidationError(
+                {"participant_id": ["A participant's fact names its project (project_id)."]}
+            )
+        return attrs
+
+
+class RetentionInputSerializer(StrictSerializer):
+    keep_days = serializers.IntegerField(
+        required=False, allow_null=True, min_value=0, max_value=MAX_KEEP_DAYS
+    )
+    keep_until = serializers.DateTimeField(required=False, allow_null=True)
+    legal_hold = serializers.BooleanField(required=False, allow_null=True)
+
+    def to_retention(self) -> RetentionInput:
+        return RetentionInput(**self.validated_data)
+
+
+class SubjectSerializer(StrictSerializer):
+    kind = serializers.ChoiceField(choices=FactSubjectKind.choices)
+    id = TextField(max_length=200, min_length=1)
+
+
+def _storable_json(value: Any) -> Any:
+    """PostgreSQL's jsonb cannot hold a NUL character: refuse it here rather than fail later."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str) and "\x00" in item:
+            raise serializers.ValidationError("NUL characters are not accepted.")
+        if isinstance(item, dict):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return value
+
+
+def _content_size(value: Any) -> Any:
+    _storable_json(value)
+    size = len(json.dumps(value, ensure_ascii=False).encode())
+    if size > MAX_CONTENT_BYTES:
+        raise serializers.ValidationError(
+            f"Content is {size} bytes; at most {MAX_CONTENT_BYTES} are accepted."
+        )
+    if value is None:
+        raise serializers.ValidationError("Content may not be null.")
+    return value
+
+
+class _RevisionInput(StrictSerializer):
+    content = serializers.JSONField(validators=[_content_size])
+    subjects = SubjectSerializer(many=True, required=False)
+    valid_from = serializers.DateTimeField(required=False, allow_null=True)
+    valid_until = serializers.DateTimeField(required=False, allow_null=True)
+    observed_at = serializers.DateTimeField(required=False, allow_null=True)
+    retention = RetentionInputSerializer(required=False)
+    source = serializers.JSONField(required=False, allow_null=True, validators=[_storable_json])
+    caused_by_log_id = serializers.ListField(
+        child=TextField(max_length=200), required=False, max_length=50
+    )
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        start, end = attrs.get("valid_from"), attrs.get("valid_until")
+        if start and end and start >= end:
+            raise serializers.ValidationError({"valid_until": ["Must be after valid_from."]})
+        return attrs
+
+    def service_kwargs(self) -> dict[str, Any]:
+        data = dict(self.validated_data)
+        if "subjects" in data:
+            data["subjects"] = [SubjectInput(kind=s["kind"], id=s["id"]) for s in data["subjects"]]
+        if "retention" in data:
+            data["retention"] = RetentionInput(**data["retention"])
+        return data
+
+
+class FactCreateInput(_RevisionInput):
+    type = PatternField(r"^[A-Za-z0-9][A-Za-z0-9_.:-]*$", max_length=100)
+    scope = ScopeInput(required=False)
+    key = TextField(required=False, allow_null=True, max_length=200, min_length=1)
+    tags = serializers.ListField(
+        child=TextField(max_length=100, min_length=1), required=False, max_length=50
+    )
+
+    def service_kwargs(self) -> dict[str, Any]:
+        data = super().service_kwargs()
+        if "scope" in data:
+            data["scope"] = {k: v for k, v in data["scope"].items() if v is not None}
+        return data
+
+
+class FactSupersedeInput(_RevisionInput):
+    expected_version = serializers.IntegerField(required=False, min_value=1)
+
+
+class FactVerifyInput(StrictSerializer):
+    expected_version = serializers.IntegerField(required=False, min_value=1)
+
+
+def cursor_encode(revision: Revision) -> str:
+    raw = f"{revision.created_at.isoformat()}|{revision.id}"
+    return base64.urlsafe_b64encode(raw.encode()).decode()
+
+
+def cursor_decode(value: str) -> tuple[datetime, uuid.UUID]:
+    try:
+        created, _, ident = base64.urlsafe_b64decode(value.encode()).decode().partition("|")
+        at = parse_datetime(created)
+        if at is None:
+            raise ValueError(value)
+        return at, uuid.UUID(ident)
+    except (ValueError, binascii.Error, UnicodeDecodeError):
+        raise serializers.ValidationError({"cursor": ["Not a cursor this API returned."]}) from None
+
+
+class FactListInput(StrictSerializer):
+    type = TextField(required=False, max_length=100)
+    tag = TextField(required=False, max_length=100)
+    org_id = serializers.UUIDField(required=False)
+    project_id = serializers.UUIDField(required=False)
+    user_id = serializers.UUIDField(required=False)
+    participant_id = TextField(required=False, max_length=200)
+    thread_id = TextField(required=False, max_length=200)
+    session_id = TextField(required=False, max_length=200)
+    valid_at = serializers.DateTimeField(required=False)
+    as_of = serializers.DateTimeField(required=False)
+    limit = serializers.IntegerField(required=False, min_value=1, max_value=MAX_LIST_LIMIT)
+    cursor = TextField(required=False, max_length=200)
+
+    SCOPE_KEYS = ("org_id", "project_id", "user_id", "participant_id", "thread_id", "session_id")
+
+    def validate_cursor(self, value: str) -> tuple[datetime, uuid.UUID]:
+        return cursor_decode(value)
+
+    def scope(self) -> dict[str, Any]:
+        return {k: self.validated_data[k] for k in self.SCOPE_KEYS if k in self.validated_data}
+
+
+class LinkCreateInput(StrictSerializer):
+    target = serializers.UUIDField()
+    type = PatternField(r"^[A-Za-z0-9][A-Za-z0-9_.:-]*$", max_length=100)
+    confidence = serializers.FloatField(
+        required=False, allow_null=True, min_value=0.0, max_value=1.0
+    )
+    provenance = serializers.JSONField(required=False, allow_null=True, validators=[_storable_json])
+    valid_at = serializers.DateTimeField(required=False, allow_null=True)
+    invalid_at = serializers.DateTimeField(required=False, allow_null=True)
+
+
+class LinkListInput(StrictSerializer):
+    hops = serializers.IntegerField(required=False, min_value=1, max_value=MAX_HOPS, default=1)
+    direction = serializers.ChoiceField(choices=["out", "in"], required=False, default="out")
+    type = TextField(required=False, max_length=100)
+
+
+# ---- output -------------------------------------------------------------------------------
+
+
+class AttributionOutput(serializers.Serializer):
+    kind = serializers.CharField(source="attributed_kind")
+    id = serializers.CharField(source="attributed_id")
+    agent_version = serializers.CharField(source="attributed_agent_version", allow_null=True)
+
+
+class GeneratedByOutput(serializers.Serializer):
+    run_id = serializers.UUIDField(source="generated_by_run_id")
+    step_id = serializers.CharField(source="generated_by_step_id", allow_null=True)
+    tool_call_id = serializers.CharField(source="generated_by_tool_call_id", allow_null=True)
+
+
+class RetentionOutput(serializers.Serializer):
+    keep_days = serializers.IntegerField(allow_null=True)
+    keep_until = serializers.DateTimeField(allow_null=True)
+    legal_hold = serializers.BooleanField()
+
+
+class SubjectOutput(serializers.Serializer):
+    kind = serializers.CharField()
+    id = serializers.CharField(source="subject_id")
+
+
+class ScopeOutput(serializers.Serializer):
+    org_id = serializers.CharField(required=False)
+    project_id = serializers.CharField(required=False)
+    user_id = serializers.CharField(required=False)
+    participant_id = serializers.CharField(required=False)
+    thread_id = serializers.CharField(required=False)
+    session_id = serializers.CharField(required=False)
+
+    def to_representation(self, instance: Any) -> Any:
+        return instance  # Fact.scope already names only the containers set
+
+
+class FactOutput(serializers.Serializer):
+    """A revision in the seed's Fact shape (snake_case): `id` is the fact, `revision_id` this
+    revision. Needs `fact` selected and `subjects` prefetched (no query per row)."""
+
+    id = serializers.UUIDField(source="fact_id")
+    revision_id = serializers.UUIDField(source="id")
+    type = serializers.CharField(source="fact.type")
+    scope = ScopeOutput(source="fact.scope")
+    key = serializers.CharField(source="fact.key", allow_null=True)
+    tags = serializers.ListField(source="fact.tags", child=serializers.CharField())
+    version = serializers.IntegerField()
+    content = serializers.JSONField()
+    content_hash = serializers.CharField()
+    created_at = serializers.DateTimeField(source="fact.created_at")
+    updated_at = serializers.DateTimeField(source="created_at")
+    trust = serializers.ChoiceField(choices=Trust.choices)
+    verified_by = serializers.CharField(allow_null=True)
+    verified_at = serializers.DateTimeField(allow_null=True)
+    attributed_to = AttributionOutput(source="*")
+    generated_by = serializers.SerializerMethodField()
+    subjects = SubjectOutput(many=True)
+    valid_from = serializers.DateTimeField(allow_null=True)
+    valid_until = serializers.DateTimeField(allow_null=True)
+    observed_at = serializers.DateTimeField(allow_null=True)
+    invalidated_at = serializers.DateTimeField(allow_null=True)
+    invalidated_by = serializers.CharField(allow_null=True)
+    invalidation_reason = serializers.CharField(allow_null=True)
+    review = serializers.CharField(allow_null=True)
+    retention = RetentionOutput(source="*")
+    expires_at = serializers.DateTimeField(allow_null=True)
+    source = serializers.JSONField(allow_null=True)
+    caused_by_log_id = serializers.ListField(child=serializers.CharField())
+    supersedes = serializers.UUIDField(source="supersedes_id", allow_null=True)
+
+    def get_generated_by(self, revision: Revision) -> dict[str, Any] | None:
+        if revision.generated_by_run_id is None:
+            return None
+        return GeneratedByOutput(revision).data
+
+
+class FactWriteOutput(serializers.Serializer):
+    outcome = serializers.ChoiceField(
+        choices=["created", "superseded", "verified", "unchanged", "deleted"]
+    )
+    fact = FactOutput()
+
+
+class FactListOutput(serializers.Serializer):
+    facts = FactOutput(many=True)
+    next_cursor = serializers.CharField(allow_null=True)
+
+
+class RevisionListOutput(serializers.Serializer):
+    revisions = FactOutput(many=True)
+
+
+class LinkOutput(serializers.Serializer):
+    id = serializers.UUIDField()
+    source = serializers.UUIDField(source="source_id")
+    target = serializers.UUIDField(source="target_id")
+    type = serializers.CharField()
+    confidence = serializers.FloatField(allow_null=True)
+    provenance = serializers.JSONField(allow_null=True)
+    valid_at = serializers.DateTimeField(allow_null=True)
+    invalid_at = serializers.DateTimeField(allow_null=True)
+    created_by = serializers.CharField()
+    created_at = serializers.DateTimeField()
+
+
+class LinkCreateOutput(serializers.Serializer):
+    created = serializers.BooleanField()
+    link = LinkOutput()
+
+
+class ReachedOutput(serializers.Serializer):
+    hops = serializers.IntegerField()
+    link = LinkOutput()
+    fact = FactOutput(source="revision")
+
+
+class LinkTraversalOutput(serializers.Serializer):
+    reached = ReachedOutput(many=True)

@@ -1,0 +1,213 @@
+"""The facts API: one view per route; parse, call a service or a QuerySet, render.
+
+Every read starts from `Revision.objects.of_tenant(...).live().readable_by(readers)`, so a fact
+the caller may not read is a 404 `fact-not-found`, exactly like a missing one.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from django.db.models import Q
+from drf_spectacular.utils import extend_schema
+from rest_framework import status
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from facts import services
+from facts.models import Revision, RevisionQuerySet
+from facts.serializers import (
+    FactCreateInput,
+    FactListInput,
+    FactListOutput,
+    FactOutput,
+    FactSupersedeInput,
+    FactVerifyInput,
+    FactWriteOutput,
+    LinkCreateInput,
+    LinkCreateOutput,
+    LinkListInput,
+    LinkTraversalOutput,
+    RevisionListOutput,
+    cursor_encode,
+)
+from kindmem.access import Principal, readers_for
+from kindmem.errors import FactNotFound, Forbidden
+from kindmem.permissions import principal_of
+from kindmem.serializers import ErrorOutput
+
+ERRORS = {
+    400: ErrorOutput,
+    401: ErrorOutput,
+    403: ErrorOutput,
+    404: ErrorOutput,
+    409: ErrorOutput,
+}
+DEFAULT_LIMIT = 50
+
+
+def readable_revisions(principal: Principal) -> RevisionQuerySet:
+    """The caller's tenant's revisions that its credential may read, ready to render."""
+    return (
+        Revision.objects.of_tenant(principal.tenant_id)
+        .readable_by(readers_for(principal))
+        .select_related("fact")
+        .prefetch_related("subjects")
+    )
+
+
+def _fact_uuid(fact_id: str) -> uuid.UUID:
+    try:
+        return uuid.UUID(str(fact_id))
+    except ValueError:
+        raise FactNotFound() from None
+
+
+def _write_response(result: services.WriteResult, created_status: int) -> Response:
+    code = status.HTTP_200_OK if result.outcome == "unchanged" else created_status
+    revision = (
+        Revision.objects.select_related("fact")
+        .prefetch_related("subjects")
+        .get(pk=result.revision.pk)
+    )
+    return Response(FactWriteOutput({"outcome": result.outcome, "fact": revision}).data, code)
+
+
+class FactListView(APIView):
+    """List the facts the caller may read (each fact's current revision), or write a new one."""
+
+    @extend_schema(
+        parameters=[FactListInput],
+        responses={200: FactListOutput, **ERRORS},
+        operation_id="facts_list",
+    )
+    def get(self, request: Request) -> Response:
+        params = FactListInput(data=request.query_params.dict())
+        params.is_valid(raise_exception=True)
+        data = params.validated_data
+        principal = principal_of(request)
+        qs = readable_revisions(principal).approved()
+        if "as_of" in data:
+            qs = qs.as_of(data["as_of"]).unexpired(at=data["as_of"])
+        else:
+            qs = qs.current().unexpired()
+        if "valid_at" in data:
+            qs = qs.valid_at(data["valid_at"])
+        qs = qs.narrowed(type=data.get("type"), scope=params.scope(), tag=data.get("tag"))
+        if "cursor" in data:
+            at, ident = data["cursor"]
+            qs = qs.filter(Q(created_at__lt=at) | Q(created_at=at, id__lt=ident))
+        limit = data.get("limit", DEFAULT_LIMIT)
+        # The guard is in the WHERE clause above; the slice becomes LIMIT after it.
+        page = list(qs.order_by("-created_at", "-id")[: limit + 1])
+        next_cursor = cursor_encode(page[limit - 1]) if len(page) > limit else None
+        return Response(FactListOutput({"facts": page[:limit], "next_cursor": next_cursor}).data)
+
+    @extend_schema(
+        request=FactCreateInput, responses={201: FactWriteOutput, 200: FactWriteOutput, **ERRORS}
+    )
+    def post(self, request: Request) -> Response:
+        body = FactCreateInput(data=request.data)
+        body.is_valid(raise_exception=True)
+        result = services.fact_create(principal=principal_of(request), **body.service_kwargs())
+        return _write_response(result, status.HTTP_201_CREATED)
+
+
+class FactDetailView(APIView):
+    """One fact's current revision; or delete it (retention permitting)."""
+
+    @extend_schema(responses={200: FactOutput, **ERRORS})
+    def get(self, request: Request, fact_id: str) -> Response:
+        revision = (
+            readable_revisions(principal_of(request))
+            .live()
+            .filter(fact_id=_fact_uuid(fact_id))
+            .first()
+        )
+        if revision is None:
+            raise FactNotFound()
+        return Response(FactOutput(revision).data)
+
+    @extend_schema(responses={200: FactWriteOutput, **ERRORS})
+    def delete(self, request: Request, fact_id: str) -> Response:
+        revision = services.fact_delete(principal=principal_of(request), fact_id=fact_id)
+        return _write_response(services.WriteResult(revision, "deleted"), status.HTTP_200_OK)
+
+
+class FactRevisionsView(APIView):
+    """A fact's history, newest first: every revision the caller may read, superseded ones
+    included (never one pending review or expired)."""
+
+    @extend_schema(responses={200: RevisionListOutput, **ERRORS})
+    def get(self, request: Request, fact_id: str) -> Response:
+        revisions = list(
+            readable_revisions(principal_of(request))
+            .approved()
+            .unexpired()
+            .filter(fact_id=_fact_uuid(fact_id))
+            .order_by("-version")
+        )
+        if not revisions:
+            raise FactNotFound()
+        return Response(RevisionListOutput({"revisions": revisions}).data)
+
+
+class FactSupersedeView(APIView):
+    """Write the fact's next revision (version + 1); the current one becomes `superseded`."""
+
+    @extend_schema(request=FactSupersedeInput, responses={201: FactWriteOutput, **ERRORS})
+    def post(self, request: Request, fact_id: str) -> Response:
+        body = FactSupersedeInput(data=request.data)
+        body.is_valid(raise_exception=True)
+        result = services.fact_supersede(
+            principal=principal_of(request), fact_id=_fact_uuid(fact_id), **body.service_kwargs()
+        )
+        return _write_response(result, status.HTTP_201_CREATED)
+
+
+class FactVerifyView(APIView):
+    """Verify the fact (a tenant admin or a Kindgi user): a new revision, `trust: verified`."""
+
+    @extend_schema(request=FactVerifyInput, responses={201: FactWriteOutput, **ERRORS})
+    def post(self, request: Request, fact_id: str) -> Response:
+        principal = principal_of(request)
+        if not services.can_verify(principal):
+            raise Forbidden("Only a tenant admin or a Kindgi user may verify a fact.")
+        body = FactVerifyInput(data=request.data)
+        body.is_valid(raise_exception=True)
+        result = services.fact_verify(
+            principal=principal, fact_id=_fact_uuid(fact_id), **body.validated_data
+        )
+        return _write_response(result, status.HTTP_201_CREATED)
+
+
+class FactLinksView(APIView):
+    """The facts reachable along links (BFS, cycle-safe, guarded); or link this fact to another."""
+
+    @extend_schema(
+        parameters=[LinkListInput],
+        responses={200: LinkTraversalOutput, **ERRORS},
+    )
+    def get(self, request: Request, fact_id: str) -> Response:
+        params = LinkListInput(data=request.query_params.dict())
+        params.is_valid(raise_exception=True)
+        reached = services.link_traverse(
+            principal=principal_of(request), fact_id=_fact_uuid(fact_id), **params.validated_data
+        )
+        return Response(LinkTraversalOutput({"reached": reached}).data)
+
+    @extend_schema(request=LinkCreateInput, responses={201: LinkCreateOutput, **ERRORS})
+    def post(self, request: Request, fact_id: str) -> Response:
+        body = LinkCreateInput(data=request.data)
+        body.is_valid(raise_exception=True)
+        data: dict[str, Any] = dict(body.validated_data)
+        link, created = services.link_create(
+            principal=principal_of(request),
+            source_id=_fact_uuid(fact_id),
+            target_id=data.pop("target"),
+            **data,
+        )
+        code = status.HTTP_201_CREATED if created else status.HTTP_200_OK
+        return Response(LinkCreateOutput({"created": created, "link": link}).data, code)
