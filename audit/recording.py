@@ -8,6 +8,7 @@ recorded here (they change nothing).
 
 from __future__ import annotations
 
+import logging
 from typing import Any, ClassVar
 
 from django.db import transaction
@@ -18,6 +19,8 @@ from rest_framework.views import APIView
 from audit.models import Outcome
 from audit.services import AuditNote, audit_record
 from kindmem.access import Principal
+
+logger = logging.getLogger(__name__)
 
 
 class AuditedView(APIView):
@@ -32,31 +35,48 @@ class AuditedView(APIView):
         if phase is None:
             return super().dispatch(request, *args, **kwargs)
         self.audit = AuditNote(phase=phase, kind=self.audit_kind)
-        with transaction.atomic():
-            response = super().dispatch(request, *args, **kwargs)
-            principal = self._principal()
-            failed = response.status_code >= 400
-            if failed:
-                transaction.set_rollback(True)
-            elif principal is not None:
-                audit_record(
-                    principal=principal,
-                    note=self.audit,
-                    outcome=Outcome.SUCCESS,
-                    endpoint=self._endpoint(request),
-                )
-        if failed and principal is not None:
-            code = getattr(response, "data", None)
-            error_code = code.get("code", "") if isinstance(code, dict) else ""
+        try:
             with transaction.atomic():
-                audit_record(
-                    principal=principal,
-                    note=self.audit,
-                    outcome=Outcome.FAILURE,
-                    endpoint=self._endpoint(request),
-                    error_code=str(error_code),
-                )
+                response = self._dispatch_and_record(request, *args, **kwargs)
+        except Exception:
+            # A bug (a 500): the work is rolled back; the attempt is still on record, unless
+            # the database itself is what failed.
+            try:
+                self._record_failure(request, "persistence-error")
+            except Exception:
+                logger.exception("could not record the failed request in the audit stream")
+            raise
+        if response.status_code >= 400:
+            data = getattr(response, "data", None)
+            self._record_failure(request, data.get("code", "") if isinstance(data, dict) else "")
         return response
+
+    def _dispatch_and_record(self, request: Any, *args: Any, **kwargs: Any) -> Response:
+        response = super().dispatch(request, *args, **kwargs)
+        principal = self._principal()
+        if response.status_code >= 400:
+            transaction.set_rollback(True)
+        elif principal is not None:
+            audit_record(
+                principal=principal,
+                note=self.audit,
+                outcome=Outcome.SUCCESS,
+                endpoint=self._endpoint(request),
+            )
+        return response
+
+    def _record_failure(self, request: Any, error_code: str) -> None:
+        principal = self._principal()
+        if principal is None:
+            return
+        with transaction.atomic():
+            audit_record(
+                principal=principal,
+                note=self.audit,
+                outcome=Outcome.FAILURE,
+                endpoint=self._endpoint(request),
+                error_code=str(error_code),
+            )
 
     def _principal(self) -> Principal | None:
         request: Request | None = getattr(self, "request", None)

@@ -37,7 +37,7 @@ class AuditNote:
         ids: Iterable[object] = (),
         subjects: Iterable[tuple[str, str] | str] = (),
     ) -> None:
-        self.object_ids.extend(str(i) for i in ids)
+        self.object_ids.extend(str(i)[:100] for i in ids)  # a garbage id from a URL stays short
         for subject in subjects:
             self.subjects.add(subject if isinstance(subject, str) else f"{subject[0]}:{subject[1]}")
 
@@ -64,7 +64,9 @@ def audit_record(
     if not policy.record_query_text:
         snapshot.pop("query", None)
     run = principal.run
-    with transaction.atomic():
+    # savepoint=False: inside the view's transaction this adds no SAVEPOINT round trips; on
+    # its own it opens the transaction that holds the advisory lock until commit.
+    with transaction.atomic(savepoint=False):
         with connection.cursor() as cursor:
             cursor.execute(
                 "SELECT pg_advisory_xact_lock(%s)", [_tenant_lock_key(principal.tenant_id)]

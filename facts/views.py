@@ -7,6 +7,7 @@ the caller may not read is a 404 `fact-not-found`, exactly like a missing one.
 from __future__ import annotations
 
 import uuid
+from collections.abc import Iterable
 from typing import Any
 
 from django.db.models import Q
@@ -14,8 +15,8 @@ from drf_spectacular.utils import extend_schema
 from rest_framework import status
 from rest_framework.request import Request
 from rest_framework.response import Response
-from rest_framework.views import APIView
 
+from audit.recording import AuditedView
 from facts import services
 from facts.models import Revision, RevisionQuerySet
 from facts.serializers import (
@@ -58,6 +59,16 @@ def readable_revisions(principal: Principal) -> RevisionQuerySet:
     )
 
 
+def audit_revisions(view: AuditedView, revisions: Iterable[Revision]) -> None:
+    """Note the facts a request returned or touched, and whom they are about."""
+    for revision in revisions:
+        view.audit.touch(
+            ids=[revision.fact_id],
+            subjects=[(s.kind, s.subject_id) for s in revision.subjects.all()],
+        )
+        view.audit.project_id = view.audit.project_id or revision.fact.project_id
+
+
 def _fact_uuid(fact_id: str) -> uuid.UUID:
     try:
         return uuid.UUID(str(fact_id))
@@ -65,18 +76,24 @@ def _fact_uuid(fact_id: str) -> uuid.UUID:
         raise FactNotFound() from None
 
 
-def _write_response(result: services.WriteResult, created_status: int) -> Response:
+def _write_response(
+    view: AuditedView, result: services.WriteResult, created_status: int
+) -> Response:
     code = status.HTTP_200_OK if result.outcome == "unchanged" else created_status
     revision = (
         Revision.objects.select_related("fact")
         .prefetch_related("subjects")
         .get(pk=result.revision.pk)
     )
+    audit_revisions(view, [revision])
+    view.audit.query_snapshot = {"outcome": result.outcome, "version": revision.version}
     return Response(FactWriteOutput({"outcome": result.outcome, "fact": revision}).data, code)
 
 
-class FactListView(APIView):
+class FactListView(AuditedView):
     """List the facts the caller may read (each fact's current revision), or write a new one."""
+
+    audit_phases = {"GET": "read", "POST": "write"}
 
     @extend_schema(
         parameters=[FactListInput],
@@ -103,6 +120,11 @@ class FactListView(APIView):
         # The guard is in the WHERE clause above; the slice becomes LIMIT after it.
         page = list(qs.order_by("-created_at", "-id")[: limit + 1])
         next_cursor = cursor_encode(page[limit - 1]) if len(page) > limit else None
+        audit_revisions(self, page[:limit])
+        self.audit.query_snapshot = {
+            "filters": {k: str(v) for k, v in data.items() if k not in {"limit", "cursor"}},
+            "limit": limit,
+        }
         return Response(FactListOutput({"facts": page[:limit], "next_cursor": next_cursor}).data)
 
     @extend_schema(
@@ -112,14 +134,17 @@ class FactListView(APIView):
         body = FactCreateInput(data=request.data)
         body.is_valid(raise_exception=True)
         result = services.fact_create(principal=principal_of(request), **body.service_kwargs())
-        return _write_response(result, status.HTTP_201_CREATED)
+        return _write_response(self, result, status.HTTP_201_CREATED)
 
 
-class FactDetailView(APIView):
+class FactDetailView(AuditedView):
     """One fact's current revision; or delete it (retention permitting)."""
+
+    audit_phases = {"GET": "read", "DELETE": "delete"}
 
     @extend_schema(responses={200: FactOutput, **ERRORS})
     def get(self, request: Request, fact_id: str) -> Response:
+        self.audit.touch(ids=[fact_id])
         revision = (
             readable_revisions(principal_of(request))
             .live()
@@ -128,20 +153,25 @@ class FactDetailView(APIView):
         )
         if revision is None:
             raise FactNotFound()
+        audit_revisions(self, [revision])
         return Response(FactOutput(revision).data)
 
     @extend_schema(responses={200: FactWriteOutput, **ERRORS})
     def delete(self, request: Request, fact_id: str) -> Response:
+        self.audit.touch(ids=[fact_id])
         revision = services.fact_delete(principal=principal_of(request), fact_id=fact_id)
-        return _write_response(services.WriteResult(revision, "deleted"), status.HTTP_200_OK)
+        return _write_response(self, services.WriteResult(revision, "deleted"), status.HTTP_200_OK)
 
 
-class FactRevisionsView(APIView):
+class FactRevisionsView(AuditedView):
     """A fact's history, newest first: every revision the caller may read, superseded ones
     included (never one pending review or expired)."""
 
+    audit_phases = {"GET": "read"}
+
     @extend_schema(responses={200: RevisionListOutput, **ERRORS})
     def get(self, request: Request, fact_id: str) -> Response:
+        self.audit.touch(ids=[fact_id])
         revisions = list(
             readable_revisions(principal_of(request))
             .approved()
@@ -151,27 +181,34 @@ class FactRevisionsView(APIView):
         )
         if not revisions:
             raise FactNotFound()
+        audit_revisions(self, revisions)
         return Response(RevisionListOutput({"revisions": revisions}).data)
 
 
-class FactSupersedeView(APIView):
+class FactSupersedeView(AuditedView):
     """Write the fact's next revision (version + 1); the current one becomes `superseded`."""
+
+    audit_phases = {"POST": "write"}
 
     @extend_schema(request=FactSupersedeInput, responses={201: FactWriteOutput, **ERRORS})
     def post(self, request: Request, fact_id: str) -> Response:
+        self.audit.touch(ids=[fact_id])
         body = FactSupersedeInput(data=request.data)
         body.is_valid(raise_exception=True)
         result = services.fact_supersede(
             principal=principal_of(request), fact_id=_fact_uuid(fact_id), **body.service_kwargs()
         )
-        return _write_response(result, status.HTTP_201_CREATED)
+        return _write_response(self, result, status.HTTP_201_CREATED)
 
 
-class FactVerifyView(APIView):
+class FactVerifyView(AuditedView):
     """Verify the fact (a tenant admin or a Kindgi user): a new revision, `trust: verified`."""
+
+    audit_phases = {"POST": "write"}
 
     @extend_schema(request=FactVerifyInput, responses={201: FactWriteOutput, **ERRORS})
     def post(self, request: Request, fact_id: str) -> Response:
+        self.audit.touch(ids=[fact_id])
         principal = principal_of(request)
         if not services.can_verify(principal):
             raise Forbidden("Only a tenant admin or a Kindgi user may verify a fact.")
@@ -180,26 +217,32 @@ class FactVerifyView(APIView):
         result = services.fact_verify(
             principal=principal, fact_id=_fact_uuid(fact_id), **body.validated_data
         )
-        return _write_response(result, status.HTTP_201_CREATED)
+        return _write_response(self, result, status.HTTP_201_CREATED)
 
 
-class FactLinksView(APIView):
+class FactLinksView(AuditedView):
     """The facts reachable along links (BFS, cycle-safe, guarded); or link this fact to another."""
+
+    audit_phases = {"GET": "read", "POST": "write"}
 
     @extend_schema(
         parameters=[LinkListInput],
         responses={200: LinkTraversalOutput, **ERRORS},
     )
     def get(self, request: Request, fact_id: str) -> Response:
+        self.audit.touch(ids=[fact_id])
         params = LinkListInput(data=request.query_params.dict())
         params.is_valid(raise_exception=True)
         reached = services.link_traverse(
             principal=principal_of(request), fact_id=_fact_uuid(fact_id), **params.validated_data
         )
+        audit_revisions(self, [r.revision for r in reached])
+        self.audit.query_snapshot = {k: str(v) for k, v in params.validated_data.items()}
         return Response(LinkTraversalOutput({"reached": reached}).data)
 
     @extend_schema(request=LinkCreateInput, responses={201: LinkCreateOutput, **ERRORS})
     def post(self, request: Request, fact_id: str) -> Response:
+        self.audit.touch(ids=[fact_id])
         body = LinkCreateInput(data=request.data)
         body.is_valid(raise_exception=True)
         data: dict[str, Any] = dict(body.validated_data)
@@ -209,5 +252,6 @@ class FactLinksView(APIView):
             target_id=data.pop("target"),
             **data,
         )
+        self.audit.touch(ids=[link.source_id, link.target_id])
         code = status.HTTP_201_CREATED if created else status.HTTP_200_OK
         return Response(LinkCreateOutput({"created": created, "link": link}).data, code)

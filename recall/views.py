@@ -6,12 +6,13 @@ from drf_spectacular.utils import extend_schema
 from rest_framework import status
 from rest_framework.request import Request
 from rest_framework.response import Response
-from rest_framework.views import APIView
 
+from audit.recording import AuditedView
 from kindmem.access import readers_for
 from kindmem.permissions import principal_of
 from kindmem.serializers import ErrorOutput
 from recall import services
+from recall.models import Conversation
 from recall.search import RecallQuery, Selection, recall_search
 from recall.serializers import AppendInput, AppendOutput, RecallInput, RecallOutput
 
@@ -25,8 +26,25 @@ ERRORS = {
 }
 
 
-class ConversationMessagesView(APIView):
+def conversation_subjects(conversation: Conversation) -> list[tuple[str, str]]:
+    """Whom a conversation's messages are about: its end user, else its Kindgi user."""
+    if conversation.participant_id:
+        return [("participant", conversation.participant_id)]
+    if conversation.user_id:
+        return [("user", str(conversation.user_id))]
+    return []
+
+
+def message_ref(conversation: Conversation, sequence: int) -> str:
+    """How the audit stream names a message: the API's own ids, `<conversation id>#<seq>`."""
+    return f"{conversation.thread_id}#{sequence}"
+
+
+class ConversationMessagesView(AuditedView):
     """Append one message or a batch to a conversation (created on its first write)."""
+
+    audit_kind = "message"
+    audit_phases = {"POST": "write"}
 
     @extend_schema(request=AppendInput, responses={201: AppendOutput, **ERRORS})
     def post(self, request: Request, conversation_id: str) -> Response:
@@ -46,14 +64,22 @@ class ConversationMessagesView(APIView):
                 segments=tuple(segments) if segments is not None else None,
             ),
         )
+        self.audit.touch(
+            ids=[message_ref(conversation, m.sequence) for m in rows],
+            subjects=conversation_subjects(conversation),
+        )
+        self.audit.project_id = conversation.project_id
+        self.audit.query_snapshot = {"conversation_id": conversation_id, "count": len(rows)}
         body = AppendOutput({"conversation": conversation, "messages": rows}).data
         return Response(body, status=status.HTTP_201_CREATED)
 
 
-class RecallView(APIView):
+class RecallView(AuditedView):
     """Recall messages of earlier conversations the credential may read (`isRecallReadableBy`)."""
 
     reads_only = True  # a POST for its body, not a write: the write throttle leaves it alone
+    audit_kind = "message"
+    audit_phases = {"POST": "retrieve"}
 
     @extend_schema(request=RecallInput, responses={200: RecallOutput, **ERRORS})
     def post(self, request: Request) -> Response:
@@ -75,4 +101,16 @@ class RecallView(APIView):
                 query=v.get("query"),
             )
         )
+        for hit in hits:
+            self.audit.touch(
+                ids=[message_ref(hit.message.conversation, hit.message.sequence)],
+                subjects=conversation_subjects(hit.message.conversation),
+            )
+        self.audit.query_snapshot = {
+            "mode": v["mode"],
+            "top_k": v["top_k"],
+            "roles": list(v.get("roles", ["user"])),
+            "selections": len(v["selections"]),
+            "query": v.get("query"),
+        }
         return Response(RecallOutput({"hits": hits}).data)

@@ -15,6 +15,11 @@ if TYPE_CHECKING:
     from playwright.sync_api import Browser, Page
 
 
+# What one audited request adds inside a test's transaction: the view's savepoint and its
+# release, the tenant's audit policy, the per-tenant advisory lock, and the event's insert.
+AUDIT_QUERIES = 5
+
+
 def pytest_configure(config: pytest.Config) -> None:
     # Fast by configuration: nothing in the suite needs a slow hash.
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
