@@ -23,14 +23,12 @@ from runlog.models import LogEntry, LogKind, run_readable_q
 
 def run_appendable_q(principal: Principal) -> Q:
     """Which runs a credential may append to: a run token its own run only; an API key the
-    runs of the projects its readers cover (its projects, those it acts for, or all)."""
+    runs it may read (the same guard as reading: a Kindgi user's key never writes into an end
+    user's run, as it never reads one)."""
     if principal.kind == "run":
         assert principal.run is not None
         return Q(pk=principal.run.pk)
-    readers = readers_for(principal)
-    if readers.all:
-        return Q()
-    return Q(project_id__in=readers.project_ids | readers.on_behalf_of_project_ids)
+    return run_readable_q(readers_for(principal))
 
 
 def run_for_reading(

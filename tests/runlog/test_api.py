@@ -139,13 +139,26 @@ def test_a_run_may_not_append_to_another_run(api, world, minted):
     assert not LogEntry.objects.exists()
 
 
-@pytest.mark.parametrize("credential", ["app", "admin", "user_key"])
-def test_api_keys_append_to_runs_of_projects_they_cover(api, world, minted, credential):
+@pytest.mark.parametrize("credential", ["app", "admin"])
+def test_api_keys_append_to_runs_they_may_read(api, world, minted, credential):
     keyed = getattr(world, credential)
     response = api.post(
         log_url(minted.run.id), {"kind": "note", "payload": {}}, format="json", **keyed.headers
     )
     assert response.status_code == 201
+
+
+def test_a_users_key_cannot_append_to_an_end_users_run_it_cannot_read(api, world, minted):
+    # given a run for an app's end user in a project the Kindgi user is a member of
+    response = api.post(
+        log_url(minted.run.id),
+        {"kind": "note", "payload": {}},
+        format="json",
+        **world.user_key.headers,
+    )
+    # then the user's key neither reads nor writes it
+    assert response.status_code == 404
+    assert not LogEntry.objects.exists()
 
 
 def test_an_app_of_another_project_cannot_append(api, world, minted):

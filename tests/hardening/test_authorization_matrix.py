@@ -1,0 +1,224 @@
+"""Every route and method, called by every kind of principal, against one declared table.
+
+The routes come from Django's resolver, so a new endpoint that is missing from `EXPECTED`
+fails `test_every_route_and_method_is_in_the_table`. Each cell runs in its own savepoint
+against a fresh world, so one principal's write never changes another's answer.
+Run with KINDMEM_MATRIX_PRINT=1 to print the observed table (to review, never to paste blind).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+from django.contrib.auth.models import Group
+from django.db import transaction
+from django.urls import URLPattern, URLResolver, get_resolver
+from rest_framework.test import APIClient
+
+from facts.services import fact_create
+from recall import services as recall_services
+from runlog.services import log_append
+from tests import factories
+
+PRINCIPALS = ["admin", "user", "app", "run", "reviewer", "privacy", "none", "other"]
+METHODS = ("get", "post", "put", "patch", "delete")
+
+
+def api_routes() -> Iterator[tuple[str, str]]:
+    """(route, method) for every /v1 route and /healthz, from the resolver itself."""
+
+    def walk(patterns: list[Any], prefix: str) -> Iterator[tuple[str, URLPattern]]:
+        for pattern in patterns:
+            if isinstance(pattern, URLResolver):
+                yield from walk(pattern.url_patterns, prefix + str(pattern.pattern))
+            else:
+                yield prefix + str(pattern.pattern), pattern
+
+    for route, pattern in walk(get_resolver().url_patterns, ""):
+        if not (route.startswith("v1/") or route == "healthz"):
+            continue
+        view = getattr(pattern.callback, "cls", None)
+        methods = [m for m in METHODS if view is not None and hasattr(view, m)] or ["get"]
+        for method in methods:
+            yield route, method
+
+
+@dataclass
+class MatrixWorld:
+    credentials: dict[str, dict[str, str]]
+    fact_id: str
+    other_fact_id: str
+    run_id: str
+    conversation_id: str
+    project_id: str
+
+
+def build_world() -> MatrixWorld:
+    tenant = factories.tenant_create()
+    org = factories.org_create(tenant)
+    project = factories.project_create(tenant, org)
+    factories.agent_create(tenant)
+    user = factories.user_create(tenant, projects=[project], orgs=[org])
+    reviewer = factories.user_create(tenant, projects=[project], orgs=[org])
+    reviewer.groups.add(Group.objects.get(name="reviewer"))
+    officer = factories.user_create(tenant, projects=[project], orgs=[org])
+    officer.groups.add(Group.objects.get(name="privacy-officer"))
+    app = factories.app_key_create(tenant, [project])
+    run = factories.run_create(app, project, participant_id="p-1", thread_id="c-1")
+    scope = {"project_id": project.id, "participant_id": "p-1"}
+    fact = fact_create(principal=app.principal, type="note", content={"text": "a"}, scope=scope)
+    other = fact_create(principal=app.principal, type="note", content={"text": "b"}, scope=scope)
+    recall_services.conversation_append(
+        principal=run.principal,
+        conversation_id="c-1",
+        messages=[recall_services.NewMessage("user", "hello")],
+        start=recall_services.ConversationStart(),
+    )
+    log_append(principal=run.principal, run=run.run, kind="turn", payload={"text": "hi"})
+    elsewhere = factories.tenant_create()
+    return MatrixWorld(
+        credentials={
+            "admin": factories.admin_key_create(tenant).headers,
+            "user": factories.user_key_create(user).headers,
+            "app": app.headers,
+            "run": run.headers,
+            "reviewer": factories.user_key_create(reviewer).headers,
+            "privacy": factories.user_key_create(officer).headers,
+            "none": {},
+            "other": factories.admin_key_create(elsewhere).headers,
+        },
+        fact_id=str(fact.revision.fact_id),
+        other_fact_id=str(other.revision.fact_id),
+        run_id=str(run.run.id),
+        conversation_id="c-1",
+        project_id=str(project.id),
+    )
+
+
+# How each route is called: its URL and, for writes, a valid body.
+Call = Callable[[MatrixWorld], tuple[str, dict[str, Any] | None]]
+CALLS: dict[tuple[str, str], Call] = {
+    ("healthz", "get"): lambda w: ("/healthz", None),
+    ("v1/me", "get"): lambda w: ("/v1/me", None),
+    ("v1/runs", "post"): lambda w: (
+        "/v1/runs",
+        {"agent_id": "support-bot", "project_id": w.project_id},
+    ),
+    ("v1/schema", "get"): lambda w: ("/v1/schema", None),
+    ("v1/docs", "get"): lambda w: ("/v1/docs", None),
+    ("v1/facts", "get"): lambda w: ("/v1/facts", None),
+    ("v1/facts", "post"): lambda w: (
+        "/v1/facts",
+        {
+            "type": "note",
+            "content": {"text": "new"},
+            "scope": {"project_id": w.project_id, "participant_id": "p-1"},
+        },
+    ),
+    ("v1/facts/<str:fact_id>", "get"): lambda w: (f"/v1/facts/{w.fact_id}", None),
+    ("v1/facts/<str:fact_id>", "delete"): lambda w: (f"/v1/facts/{w.fact_id}", None),
+    ("v1/facts/<str:fact_id>/revisions", "get"): lambda w: (
+        f"/v1/facts/{w.fact_id}/revisions",
+        None,
+    ),
+    ("v1/facts/<str:fact_id>/supersede", "post"): lambda w: (
+        f"/v1/facts/{w.fact_id}/supersede",
+        {"content": {"text": "next"}},
+    ),
+    ("v1/facts/<str:fact_id>/verify", "post"): lambda w: (f"/v1/facts/{w.fact_id}/verify", {}),
+    ("v1/facts/<str:fact_id>/links", "get"): lambda w: (f"/v1/facts/{w.fact_id}/links", None),
+    ("v1/facts/<str:fact_id>/links", "post"): lambda w: (
+        f"/v1/facts/{w.fact_id}/links",
+        {"target": w.other_fact_id, "type": "related"},
+    ),
+    ("v1/conversations/<str:conversation_id>/messages", "post"): lambda w: (
+        f"/v1/conversations/{w.conversation_id}/messages",
+        {"messages": [{"role": "user", "text": "again"}]},
+    ),
+    ("v1/recall", "post"): lambda w: (
+        "/v1/recall",
+        {"selections": [{"agent_id": "support-bot"}], "mode": "list"},
+    ),
+    ("v1/runs/<uuid:run_id>/log", "get"): lambda w: (f"/v1/runs/{w.run_id}/log", None),
+    ("v1/runs/<uuid:run_id>/log", "post"): lambda w: (
+        f"/v1/runs/{w.run_id}/log",
+        {"kind": "note", "payload": {"text": "x"}},
+    ),
+    ("v1/runs/<uuid:run_id>/log/verify", "get"): lambda w: (
+        f"/v1/runs/{w.run_id}/log/verify",
+        None,
+    ),
+    ("v1/audit", "get"): lambda w: ("/v1/audit", None),
+}
+
+#                              admin user app  run  revw priv none other
+EXPECTED: dict[tuple[str, str], list[int]] = {}
+
+
+def expect(route: str, method: str, statuses: list[int]) -> None:
+    assert len(statuses) == len(PRINCIPALS)
+    EXPECTED[(route, method)] = statuses
+
+
+# fmt: off
+expect("healthz", "get",                                   [200, 200, 200, 200, 200, 200, 200, 200])
+expect("v1/me", "get",                                     [200, 200, 200, 200, 200, 200, 401, 200])
+expect("v1/runs", "post",                                  [403, 201, 201, 403, 201, 201, 401, 403])
+expect("v1/schema", "get",                                 [200, 200, 200, 200, 200, 200, 200, 200])
+expect("v1/docs", "get",                                   [200, 200, 200, 200, 200, 200, 200, 200])
+expect("v1/facts", "get",                                  [200, 200, 200, 200, 200, 200, 401, 200])
+expect("v1/facts", "post",                                 [201, 403, 201, 201, 403, 403, 401, 400])
+expect("v1/facts/<str:fact_id>", "get",                    [200, 404, 200, 200, 404, 404, 401, 404])
+expect("v1/facts/<str:fact_id>", "delete",                 [200, 404, 200, 200, 404, 404, 401, 404])
+expect("v1/facts/<str:fact_id>/revisions", "get",          [200, 404, 200, 200, 404, 404, 401, 404])
+expect("v1/facts/<str:fact_id>/supersede", "post",         [201, 404, 201, 201, 404, 404, 401, 404])
+expect("v1/facts/<str:fact_id>/verify", "post",            [201, 404, 403, 403, 404, 404, 401, 404])
+expect("v1/facts/<str:fact_id>/links", "get",              [200, 404, 200, 200, 404, 404, 401, 404])
+expect("v1/facts/<str:fact_id>/links", "post",             [201, 404, 201, 201, 404, 404, 401, 404])
+expect("v1/conversations/<str:conversation_id>/messages", "post",
+                                                           [403, 403, 201, 201, 403, 403, 401, 403])
+expect("v1/recall", "post",                                [200, 200, 200, 200, 200, 200, 401, 200])
+expect("v1/runs/<uuid:run_id>/log", "get",                 [200, 404, 200, 200, 404, 404, 401, 404])
+expect("v1/runs/<uuid:run_id>/log", "post",                [201, 404, 201, 201, 404, 404, 401, 404])
+expect("v1/runs/<uuid:run_id>/log/verify", "get",          [200, 404, 200, 200, 404, 404, 401, 404])
+expect("v1/audit", "get",                                  [200, 403, 403, 403, 403, 403, 401, 200])
+# fmt: on
+
+
+def test_every_route_and_method_is_in_the_table():
+    missing = sorted(set(api_routes()) - set(EXPECTED))
+    assert missing == [], f"add these routes to the authorization matrix: {missing}"
+    assert set(CALLS) == set(EXPECTED)
+
+
+@pytest.mark.django_db
+def test_every_principal_gets_the_declared_status_on_every_route():
+    observed: dict[tuple[str, str], list[int]] = {}
+    for route, method in sorted(api_routes()):
+        row = []
+        for principal in PRINCIPALS:
+            with transaction.atomic():
+                world = build_world()
+                url, body = CALLS[(route, method)](world)
+                client = APIClient()
+                kwargs: dict[str, Any] = {**world.credentials[principal]}
+                if body is not None:
+                    kwargs.update(data=body, format="json")
+                response = getattr(client, method)(url, **kwargs)
+                row.append(response.status_code)
+                assert response.status_code < 500, (route, method, principal)
+                transaction.set_rollback(True)
+        observed[(route, method)] = row
+    if os.environ.get("KINDMEM_MATRIX_PRINT"):
+        for (route, method), row in observed.items():
+            print(f'expect("{route}", "{method}", {row})')
+    mismatches = {
+        key: {"expected": EXPECTED.get(key), "observed": row}
+        for key, row in observed.items()
+        if EXPECTED.get(key) != row
+    }
+    assert mismatches == {}
