@@ -14,11 +14,11 @@ class AuditQueryInput(serializers.Serializer):
     until = serializers.DateTimeField(required=False)
     phase = serializers.ChoiceField(choices=Phase.choices, required=False)
     outcome = serializers.ChoiceField(choices=Outcome.choices, required=False)
-    kind = serializers.CharField(max_length=20, required=False)
+    kind = serializers.CharField(max_length=20, required=False, trim_whitespace=False)
     subject = serializers.RegexField(
         r"^(participant|user|external):.+$", max_length=250, required=False
     )
-    principal = serializers.CharField(max_length=100, required=False)
+    principal = serializers.CharField(max_length=100, required=False, trim_whitespace=False)
     fact_id = serializers.UUIDField(required=False)
     project_id = serializers.UUIDField(required=False)
 

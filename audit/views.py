@@ -39,7 +39,7 @@ class AuditListView(APIView):
 
     @extend_schema(parameters=[AuditQueryInput], responses={200: AuditPageOutput})
     def get(self, request: Request) -> Response:
-        query = AuditQueryInput(data=request.query_params)
+        query = AuditQueryInput(data=request.query_params.dict())
         query.is_valid(raise_exception=True)
         criteria = query.validated_data
         events = list(

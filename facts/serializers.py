@@ -50,7 +50,12 @@ class _NoCoercion:
 
 
 class TextField(_NoCoercion, serializers.CharField):
-    pass
+    """Text kept as sent: ids are opaque, so " p-1" is not "p-1" (and a length limit counts
+    what is stored, not what is left after stripping)."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        kwargs.setdefault("trim_whitespace", False)
+        super().__init__(**kwargs)
 
 
 class PatternField(_NoCoercion, serializers.RegexField):

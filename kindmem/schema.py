@@ -50,6 +50,16 @@ def add_common_errors(result: dict[str, Any], generator: Any, request: Any, publ
                         "content": {"application/json": {"schema": ERROR_REF}},
                     },
                 )
+        # gunicorn refuses a request line over its limit before kindmem sees it, in HTML.
+        for operation in operations.values():
+            if isinstance(operation, dict) and "responses" in operation:
+                operation["responses"].setdefault(
+                    "414",
+                    {
+                        "description": "URI too long (refused by the web server)",
+                        "content": {"text/html": {"schema": {"type": "string"}}},
+                    },
+                )
     return result
 
 

@@ -6,10 +6,16 @@ from rest_framework import serializers
 class RunMintInput(serializers.Serializer):
     agent_id = serializers.SlugField(max_length=100)
     project_id = serializers.UUIDField()
-    participant_id = serializers.CharField(max_length=200, required=False, allow_null=True)
+    participant_id = serializers.CharField(
+        max_length=200, required=False, allow_null=True, trim_whitespace=False
+    )
     user_id = serializers.UUIDField(required=False, allow_null=True)
-    thread_id = serializers.CharField(max_length=200, required=False, allow_null=True)
-    session_id = serializers.CharField(max_length=200, required=False, allow_null=True)
+    thread_id = serializers.CharField(
+        max_length=200, required=False, allow_null=True, trim_whitespace=False
+    )
+    session_id = serializers.CharField(
+        max_length=200, required=False, allow_null=True, trim_whitespace=False
+    )
 
 
 class RunOutput(serializers.Serializer):

@@ -30,7 +30,9 @@ class AppendInput(serializers.Serializer):
     participant_id = serializers.CharField(required=False, **ID_FIELD)
     user_id = serializers.UUIDField(required=False)
     segments = serializers.ListField(
-        child=serializers.CharField(max_length=200), max_length=10, required=False
+        child=serializers.CharField(max_length=200, trim_whitespace=False),
+        max_length=10,
+        required=False,
     )
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
@@ -69,7 +71,9 @@ class SelectionInput(serializers.Serializer):
     user_id = serializers.UUIDField(required=False)
     project_id = serializers.UUIDField(required=False)
     segments_prefix = serializers.ListField(
-        child=serializers.CharField(max_length=200), max_length=10, required=False
+        child=serializers.CharField(max_length=200, trim_whitespace=False),
+        max_length=10,
+        required=False,
     )
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
@@ -90,7 +94,7 @@ class RecallInput(serializers.Serializer):
         required=False,
         help_text="Whose messages, hits and neighbours alike. Default ['user'].",
     )
-    query = serializers.CharField(max_length=MAX_QUERY_CHARS, required=False)
+    query = serializers.CharField(max_length=MAX_QUERY_CHARS, required=False, trim_whitespace=False)
     top_k = serializers.IntegerField(min_value=1, max_value=MAX_TOP_K, default=10)
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
