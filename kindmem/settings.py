@@ -254,6 +254,8 @@ if CELERY_BROKER_URL.startswith("filesystem://"):
         "store_processed": False,
         "polling_interval": 0.1,
     }
+# The queue tasks go to and workers read (tests that share a Redis give each worker its own).
+CELERY_TASK_DEFAULT_QUEUE = os.environ.get("KINDMEM_CELERY_QUEUE", "celery")
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_TASK_SERIALIZER = "json"

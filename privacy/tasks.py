@@ -20,7 +20,9 @@ def erase_subject(erasure_id: str) -> str | None:
     return request.status if request else None
 
 
-@shared_task(name="privacy.tasks.resume_erasures", time_limit=60)
+# soft_time_limit too: the global soft limit (CELERY_TASK_SOFT_TIME_LIMIT) is above 60 s, and
+# Celery refuses to send a task whose soft limit exceeds its hard one.
+@shared_task(name="privacy.tasks.resume_erasures", time_limit=60, soft_time_limit=50)
 def resume_erasures(*, stale_only: bool = True) -> int:
     """Re-enqueue erasures whose worker stopped (a crash, a lost message). Beat runs it."""
     unfinished = ErasureRequest.objects.filter(
