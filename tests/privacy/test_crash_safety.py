@@ -93,7 +93,7 @@ def _wait(predicate, worker: subprocess.Popen[bytes], seconds: float = 60) -> No
 
 
 def _log(worker: subprocess.Popen[bytes]) -> str:
-    path = Path(worker.args[-1]) if False else None  # noqa: F841 (kept simple below)
+    """The tail of the worker's log, for a failure message."""
     return LOGS[-1].read_text()[-3000:] if LOGS and LOGS[-1].exists() else ""
 
 
