@@ -7,6 +7,7 @@ from typing import Any
 
 from rest_framework import serializers
 
+from facts.serializers import StrictSerializer, TextField
 from kindmem.models import SubjectKind
 
 PERSON_KINDS = [SubjectKind.PARTICIPANT, SubjectKind.USER, SubjectKind.EXTERNAL]
@@ -26,10 +27,10 @@ def _check_target(kind: str, target_id: str) -> None:
             ) from None
 
 
-class ErasureCreateInput(serializers.Serializer):
+class ErasureCreateInput(StrictSerializer):
     target_kind = serializers.ChoiceField(choices=SubjectKind.choices)
-    target_id = serializers.CharField(max_length=200, trim_whitespace=False)
-    reason = serializers.CharField(max_length=2000)
+    target_id = TextField(max_length=200, trim_whitespace=False)
+    reason = TextField(max_length=2000)
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         _check_target(attrs["target_kind"], attrs["target_id"])
@@ -60,9 +61,9 @@ class ErasureOutput(serializers.Serializer):
         return ProgressOutput(obj.progress_summary).data
 
 
-class AccessRequestCreateInput(serializers.Serializer):
+class AccessRequestCreateInput(StrictSerializer):
     subject_kind = serializers.ChoiceField(choices=[(k.value, k.label) for k in PERSON_KINDS])
-    subject_id = serializers.CharField(max_length=200, trim_whitespace=False)
+    subject_id = TextField(max_length=200, trim_whitespace=False)
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         _check_target(attrs["subject_kind"], attrs["subject_id"])
@@ -88,4 +89,5 @@ class AccessRequestOutput(serializers.Serializer):
 
 class DownloadInput(serializers.Serializer):
     token = serializers.CharField(max_length=500)
-    format = serializers.ChoiceField(choices=["json", "zip"], default="json")
+    # Not `format`: DRF reads that query parameter for content negotiation.
+    export = serializers.ChoiceField(choices=["json", "zip"], default="json")

@@ -110,8 +110,7 @@ def access_export_build(*, access_request_id: uuid.UUID) -> AccessRequest | None
         return None
     request = AccessRequest.objects.get(pk=access_request_id)
     target = ErasureTarget(request.tenant_id, request.subject_kind, request.subject_id)
-    with transaction.atomic(), _repeatable_read():
-        document = access_export_document(target)
+    document = _in_one_snapshot(lambda: access_export_document(target))
     AccessRequest.objects.filter(pk=request.pk, status=RequestStatus.RUNNING).update(
         export_json=document,
         export_zip=access_export_zip(document),
@@ -123,15 +122,15 @@ def access_export_build(*, access_request_id: uuid.UUID) -> AccessRequest | None
     return request
 
 
-class _repeatable_read:
-    """One snapshot for the whole export, so its parts agree with each other."""
-
-    def __enter__(self) -> None:
+def _in_one_snapshot(build: Any) -> Any:
+    """Run `build` in one REPEATABLE READ snapshot, so the export's parts agree with each
+    other. Inside a transaction already (a test's), its snapshot is used as it is."""
+    if connection.in_atomic_block:
+        return build()
+    with transaction.atomic():
         with connection.cursor() as cursor:
             cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
-
-    def __exit__(self, *exc: object) -> None:
-        return None
+        return build()
 
 
 EXPORT_SALT = "privacy.access-export"

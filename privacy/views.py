@@ -86,8 +86,8 @@ def access_request_render(request: Request, access: AccessRequest) -> dict[str, 
             reverse("subject-access-request-download", kwargs={"request_id": access.id})
         )
         download = {
-            "json": f"{url}?format=json&token={token}",
-            "zip": f"{url}?format=zip&token={token}",
+            "json": f"{url}?export=json&token={token}",
+            "zip": f"{url}?export=zip&token={token}",
             "expires_in_seconds": settings.ACCESS_EXPORT_LINK_MAX_AGE,
         }
     return AccessRequestOutput({**access.__dict__, "download": download}).data
@@ -151,7 +151,7 @@ class AccessRequestDownloadView(APIView):
             actor=services.Actor.of_principal(principal),
             request_id=_uuid(request_id),
             token=data.validated_data["token"],
-            fmt=data.validated_data["format"],
+            fmt=data.validated_data["export"],
             endpoint="GET subject-access-request-download",
         )
         response = HttpResponse(content, content_type=content_type)
