@@ -60,14 +60,25 @@ class AccessRequestStartForm(forms.Form):
     subject_id = forms.CharField(max_length=200)
 
 
+class OfficerViewable:
+    """Privacy officers see the privacy pages by their role (the group), without needing
+    Django's per-model view permissions as well."""
+
+    def has_module_permission(self, request: HttpRequest) -> bool:
+        return _officer(request) or super().has_module_permission(request)  # type: ignore[misc]
+
+    def has_view_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return _officer(request) or super().has_view_permission(request, obj)  # type: ignore[misc]
+
+
 @admin.register(ErasureRequest)
-class ErasureRequestAdmin(admin.ModelAdmin):
+class ErasureRequestAdmin(OfficerViewable, admin.ModelAdmin):
     list_display = [
         "id",
         "tenant",
         "target_kind",
         "status",
-        "progress",
+        "progress_bar",
         "created_at",
         "finished_at",
     ]
@@ -87,7 +98,7 @@ class ErasureRequestAdmin(admin.ModelAdmin):
         return False
 
     @admin.display(description="progress")
-    def progress(self, erasure: ErasureRequest) -> str:
+    def progress_bar(self, erasure: ErasureRequest) -> str:
         url = reverse("admin:privacy_erasurerequest_status", args=[erasure.pk])
         return format_html('<a href="{}">{}</a>', url, progress_html(erasure))
 
@@ -162,7 +173,7 @@ class ErasureRequestAdmin(admin.ModelAdmin):
 
 
 @admin.register(AccessRequest)
-class AccessRequestAdmin(admin.ModelAdmin):
+class AccessRequestAdmin(OfficerViewable, admin.ModelAdmin):
     list_display = [
         "id",
         "tenant",
