@@ -9,6 +9,7 @@ from typing import Any
 
 from django.http import HttpResponse
 from django.urls import reverse
+from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import status
 from rest_framework.request import Request
@@ -135,8 +136,12 @@ class AccessRequestDownloadView(APIView):
     @extend_schema(
         parameters=[DownloadInput],
         responses={
-            (200, "application/json"): OpenApiResponse(description="The JSON export."),
-            (200, "application/zip"): OpenApiResponse(description="The Markdown zip."),
+            (200, "application/json"): OpenApiResponse(
+                OpenApiTypes.OBJECT, description="The JSON export."
+            ),
+            (200, "application/zip"): OpenApiResponse(
+                OpenApiTypes.BINARY, description="The Markdown memory files, zipped."
+            ),
             **ERRORS,
             410: ErrorOutput,
         },
