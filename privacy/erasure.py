@@ -60,7 +60,8 @@ def _audit_step(target: ErasureTarget, limit: int) -> BatchResult:
     if target.kind == SubjectKind.CONVERSATION:
         return BatchResult(erased=[], done=True)
     scrubbed = audit_subject_scrub(tenant_id=target.tenant_id, subject=target.subject)
-    return BatchResult(erased=[f"audit-scrub:{scrubbed}"] if scrubbed else [], done=True)
+    # One item per event scrubbed, so the receipt counts events (the digest covers the count).
+    return BatchResult(erased=["audit-event:scrubbed"] * scrubbed, done=True)
 
 
 # The steps, in order: (name, dotted path of the module's `erase_batch`). The audit scrub
