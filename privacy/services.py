@@ -32,6 +32,19 @@ def erasure_start(
         raise ValidationFailed(f"Unknown target kind {target_kind!r}.")
     if not target_id or not reason.strip():
         raise ValidationFailed("An erasure names its target and gives a reason.")
+    unfinished = (
+        ErasureRequest.objects.filter(
+            tenant_id=tenant_id,
+            target_kind=target_kind,
+            target_id=target_id,
+            status__in=[RequestStatus.PENDING, RequestStatus.RUNNING],
+        )
+        .order_by("created_at")
+        .first()
+    )
+    if unfinished is not None:
+        # Asking again while the person is being erased changes nothing: the same request.
+        return unfinished
     request = ErasureRequest.objects.create(
         tenant_id=tenant_id,
         target_kind=target_kind,

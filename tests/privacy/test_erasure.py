@@ -189,3 +189,41 @@ def test_erasing_an_external_subject_removes_the_facts_that_name_them(world):
     assert not Fact.objects.filter(pk=fact.revision.fact_id).exists()
     assert done.receipt["counts_by_kind"] == {"fact": 1, "revision": 1}
     assert residue_scan(["crm-4711"]) == []
+
+
+def test_asking_again_while_the_person_is_being_erased_returns_the_same_request(world):
+    # given an accepted erasure
+    first = _start(world, "participant", "participant-twice")
+    # when the same erasure is asked for again before it has finished
+    again = _start(world, "participant", "participant-twice")
+    # then it is the same request, with one hold
+    assert again.pk == first.pk
+    assert ErasureHold.objects.filter(subject_id="participant-twice").count() == 1
+
+
+def test_the_beat_sweep_re_enqueues_only_erasures_whose_worker_went_quiet(
+    world, settings, monkeypatch
+):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from privacy import tasks
+
+    # given an erasure whose worker last reported a minute ago, and one that reported now
+    settings.ERASURE_STALE_SECONDS = 30
+    stale = _start(world, "participant", "participant-stale")
+    fresh = _start(world, "participant", "participant-fresh")
+    ErasureRequest.objects.filter(pk=stale.pk).update(
+        status=RequestStatus.RUNNING, heartbeat_at=timezone.now() - timedelta(minutes=1)
+    )
+    ErasureRequest.objects.filter(pk=fresh.pk).update(
+        status=RequestStatus.RUNNING, heartbeat_at=timezone.now()
+    )
+    sent: list[str] = []
+    monkeypatch.setattr(tasks.erase_subject, "delay", sent.append)  # the broker, not the DB
+    # when the beat runs the sweep
+    swept = tasks.resume_erasures()
+    # then the sweep re-enqueued only the stale erasure
+    assert swept == 1
+    assert sent == [str(stale.pk)]
