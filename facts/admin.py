@@ -8,7 +8,15 @@ from typing import Any
 from django.contrib import admin
 from django.http import HttpRequest
 
-from facts.models import Fact, Link, RetentionPolicy, Revision, Subject, WritePolicy
+from facts.models import (
+    Fact,
+    Link,
+    RetentionPolicy,
+    Revision,
+    Subject,
+    SweepReport,
+    WritePolicy,
+)
 
 
 class ReadOnlyAdmin(admin.ModelAdmin):
@@ -136,3 +144,14 @@ class WritePolicyAdmin(admin.ModelAdmin):
     list_filter = ["tenant", "policy"]
     search_fields = ["fact_type"]
     list_select_related = ["tenant"]
+
+
+@admin.register(SweepReport)
+class SweepReportAdmin(ReadOnlyAdmin):
+    """What each run of the expiry sweep and the purge did, per tenant (beat runs them)."""
+
+    list_display = ["started_at", "tenant", "kind", "count", "batches", "finished_at"]
+    list_filter = ["kind", "tenant"]
+    search_fields = ["tenant__name"]
+    list_select_related = ["tenant"]
+    ordering = ["-started_at"]

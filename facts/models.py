@@ -549,3 +549,34 @@ class WritePolicy(models.Model):
 
     def __str__(self) -> str:
         return f"{self.fact_type}: {self.policy}"
+
+
+class SweepKind(models.TextChoices):
+    EXPIRY = "expiry", "expiry sweep: current revisions past expires_at invalidated"
+    PURGE = "purge", "purge: ended facts' invalidated revisions deleted after the delay"
+
+
+class SweepReport(models.Model):
+    """What one run of the expiry sweep or the purge did in one tenant (the console lists
+    them). Its count is updated in each batch's transaction; `finished_at` stays empty when
+    the run was interrupted (the next run carries on with what is left)."""
+
+    id = models.BigAutoField(primary_key=True)
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="+")
+    kind = models.CharField(max_length=10, choices=SweepKind.choices)
+    started_at = models.DateTimeField(default=timezone.now)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    count = models.PositiveIntegerField(default=0)
+    batches = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        constraints = [
+            models.CheckConstraint(condition=Q(kind__in=SweepKind.values), name="sweep_kind_valid")
+        ]
+        indexes = [
+            # the console: a tenant's latest runs
+            models.Index(fields=["tenant", "-started_at"], name="sweep_report_recent"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.kind} {self.started_at:%Y-%m-%d %H:%M}: {self.count}"

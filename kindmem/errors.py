@@ -90,6 +90,12 @@ class PersistenceError(KindmemError):
     default_message = "The store could not complete the request."
 
 
+class LinkExpired(KindmemError):
+    code = "link-expired"
+    status_code = status.HTTP_410_GONE
+    default_message = "This download link has expired; ask for a new one."
+
+
 def error_body(code: str, message: str, details: Any = None) -> dict[str, Any]:
     return {"code": code, "message": message, "details": details}
 

@@ -211,6 +211,14 @@ SPECTACULAR_SETTINGS = {
 
 # An erasure whose worker has not reported for this long is resumed by another.
 ERASURE_STALE_SECONDS = env_int("KINDMEM_ERASURE_STALE_SECONDS", 60)
+# Rows an erasure step handles per batch (one transaction each).
+ERASURE_BATCH_SIZE = env_int("KINDMEM_ERASURE_BATCH_SIZE", 200)
+# A pause between two batches of an erasure, in ms, to spread its load (0: none).
+ERASURE_BATCH_PAUSE_MS = env_int("KINDMEM_ERASURE_BATCH_PAUSE_MS", 0)
+# How long a subject access export's download link stays valid, in seconds.
+ACCESS_EXPORT_LINK_MAX_AGE = env_int("KINDMEM_ACCESS_EXPORT_LINK_MAX_AGE", 3600)
+# Days an invalidated fact revision is kept before the purge deletes it.
+FACTS_PURGE_DELAY_DAYS = env_int("KINDMEM_FACTS_PURGE_DELAY_DAYS", 30)
 
 # Credentials
 RUN_TOKEN_TTL_SECONDS = env_int("KINDMEM_RUN_TOKEN_TTL_SECONDS", 3600)
@@ -250,6 +258,8 @@ if CELERY_BROKER_URL.startswith("filesystem://"):
         "store_processed": False,
         "polling_interval": 0.1,
     }
+# The queue tasks go to and workers read (tests that share a Redis give each worker its own).
+CELERY_TASK_DEFAULT_QUEUE = os.environ.get("KINDMEM_CELERY_QUEUE", "celery")
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_TASK_SERIALIZER = "json"
@@ -265,6 +275,8 @@ CELERY_BEAT_SCHEDULE: dict[str, dict[str, object]] = {
     "record-heartbeat": {"task": "kindmem.tasks.record_heartbeat", "schedule": 60.0},
     "purge-audit-events": {"task": "audit.tasks.purge_audit_events", "schedule": 86400.0},
     "resume-erasures": {"task": "privacy.tasks.resume_erasures", "schedule": 30.0},
+    "sweep-expired-facts": {"task": "facts.tasks.sweep_expired_facts", "schedule": 3600.0},
+    "purge-facts": {"task": "facts.tasks.purge_facts", "schedule": 86400.0},
 }
 
 LOGGING = {

@@ -69,6 +69,15 @@ class ErasureRequest(models.Model):
         steps = (self.progress or {}).get("steps", {})
         return sum(step.get("count", 0) for step in steps.values())
 
+    @property
+    def progress_summary(self) -> dict[str, int]:
+        """Records done / total for the progress bar (the total is estimated when the
+        erasure starts; a finished erasure's total is what it did)."""
+        done = self.done_count
+        if self.status == RequestStatus.COMPLETED:
+            return {"done": done, "total": done}
+        return {"done": done, "total": max(done, self.total_estimate)}
+
 
 class AccessRequest(models.Model):
     """A subject access request and the export built for it (erased with the person)."""

@@ -2,13 +2,22 @@
 
 from __future__ import annotations
 
+import json
 import uuid
+from dataclasses import dataclass
+from typing import Any
 
-from django.db import transaction
+from django.conf import settings
+from django.core.signing import BadSignature, SignatureExpired, TimestampSigner
+from django.db import connection, transaction
+from django.utils import timezone
 
-from kindmem.errors import ValidationFailed
+from audit.models import Outcome, Phase
+from audit.services import AuditNote, audit_record
+from kindmem.access import Principal
+from kindmem.errors import LinkExpired, NotFound, ValidationFailed
 from kindmem.models import ErasureHold, SubjectKind
-from privacy.models import ErasureRequest, RequestStatus
+from privacy.models import AccessRequest, ErasureRequest, RequestStatus
 
 
 @transaction.atomic
@@ -23,6 +32,19 @@ def erasure_start(
         raise ValidationFailed(f"Unknown target kind {target_kind!r}.")
     if not target_id or not reason.strip():
         raise ValidationFailed("An erasure names its target and gives a reason.")
+    unfinished = (
+        ErasureRequest.objects.filter(
+            tenant_id=tenant_id,
+            target_kind=target_kind,
+            target_id=target_id,
+            status__in=[RequestStatus.PENDING, RequestStatus.RUNNING],
+        )
+        .order_by("created_at")
+        .first()
+    )
+    if unfinished is not None:
+        # Asking again while the person is being erased changes nothing: the same request.
+        return unfinished
     request = ErasureRequest.objects.create(
         tenant_id=tenant_id,
         target_kind=target_kind,
@@ -36,3 +58,131 @@ def erasure_start(
     )
     erase_subject.delay_on_commit(str(request.id))
     return request
+
+
+@dataclass(frozen=True)
+class Actor:
+    """Who handles a privacy request, for the audit stream: an API principal, or a staff
+    member in the console (`kind` "console", `id` "staff:<user id>")."""
+
+    kind: str
+    id: str
+    tenant_id: uuid.UUID
+    run: None = None
+
+    @classmethod
+    def of_principal(cls, principal: Principal) -> Actor:
+        return cls(kind=principal.kind, id=principal.id, tenant_id=principal.tenant_id)
+
+    @classmethod
+    def of_staff(cls, user: Any, tenant_id: uuid.UUID) -> Actor:
+        return cls(kind="console", id=f"staff:{user.pk}", tenant_id=tenant_id)
+
+
+def _audit(actor: Actor, *, subject: str, object_id: uuid.UUID, endpoint: str) -> None:
+    note = AuditNote(phase=Phase.READ, kind="access-export")
+    note.touch(ids=[object_id], subjects=[subject])
+    audit_record(principal=actor, note=note, outcome=Outcome.SUCCESS, endpoint=endpoint)  # type: ignore[arg-type]
+
+
+@transaction.atomic
+def access_request_start(
+    *, actor: Actor, subject_kind: str, subject_id: str, endpoint: str = "POST access-requests"
+) -> AccessRequest:
+    """Accept a subject access request: a worker builds the export once this commits. The
+    request is audited (phase read) as what it is: a read of everything about the person."""
+    from privacy.tasks import build_access_export
+
+    if subject_kind not in (SubjectKind.PARTICIPANT, SubjectKind.USER, SubjectKind.EXTERNAL):
+        raise ValidationFailed(f"An access request names a person, not a {subject_kind!r}.")
+    if not subject_id:
+        raise ValidationFailed("An access request names its subject.")
+    request = AccessRequest.objects.create(
+        tenant_id=actor.tenant_id,
+        subject_kind=subject_kind,
+        subject_id=subject_id,
+        requested_by=actor.id,
+        status=RequestStatus.PENDING,
+    )
+    _audit(actor, subject=f"{subject_kind}:{subject_id}", object_id=request.id, endpoint=endpoint)
+    build_access_export.delay_on_commit(str(request.id))
+    return request
+
+
+def access_export_build(*, access_request_id: uuid.UUID) -> AccessRequest | None:
+    """Build the export of one access request (the task calls it). Safe to run twice: a
+    finished request is left as it is; a failed one can be built again."""
+    from privacy.erasure import ErasureTarget
+    from privacy.exports import access_export_document, access_export_zip
+
+    claimed = AccessRequest.objects.filter(
+        pk=access_request_id,
+        status__in=[RequestStatus.PENDING, RequestStatus.RUNNING, RequestStatus.FAILED],
+    ).update(status=RequestStatus.RUNNING)
+    if claimed != 1:
+        return None
+    request = AccessRequest.objects.get(pk=access_request_id)
+    target = ErasureTarget(request.tenant_id, request.subject_kind, request.subject_id)
+    document = _in_one_snapshot(lambda: access_export_document(target))
+    AccessRequest.objects.filter(pk=request.pk, status=RequestStatus.RUNNING).update(
+        export_json=document,
+        export_zip=access_export_zip(document),
+        status=RequestStatus.COMPLETED,
+        finished_at=timezone.now(),
+        error="",
+    )
+    request.refresh_from_db()
+    return request
+
+
+def _in_one_snapshot(build: Any) -> Any:
+    """Run `build` in one REPEATABLE READ snapshot, so the export's parts agree with each
+    other. Inside a transaction already (a test's), its snapshot is used as it is."""
+    if connection.in_atomic_block:
+        return build()
+    with transaction.atomic():
+        with connection.cursor() as cursor:
+            cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
+        return build()
+
+
+EXPORT_SALT = "privacy.access-export"
+
+
+def access_export_token(*, request: AccessRequest) -> str:
+    """The signed, expiring capability in a download link (max age:
+    ACCESS_EXPORT_LINK_MAX_AGE seconds from now)."""
+    return TimestampSigner(salt=EXPORT_SALT).sign(f"{request.tenant_id}:{request.id}")
+
+
+def access_export_open(
+    *, actor: Actor, request_id: uuid.UUID | str, token: str, fmt: str, endpoint: str
+) -> tuple[bytes, str, str]:
+    """The export file of a finished request of the actor's tenant, if `token` is a valid,
+    unexpired link for it: (content, content type, file name). The download is audited."""
+    try:
+        value = TimestampSigner(salt=EXPORT_SALT).unsign(
+            token, max_age=settings.ACCESS_EXPORT_LINK_MAX_AGE
+        )
+    except SignatureExpired:
+        raise LinkExpired() from None
+    except BadSignature:
+        raise NotFound("No such export.") from None
+    if value != f"{actor.tenant_id}:{request_id}":
+        raise NotFound("No such export.")
+    request = AccessRequest.objects.filter(
+        tenant_id=actor.tenant_id, pk=request_id, status=RequestStatus.COMPLETED
+    ).first()
+    if request is None:
+        raise NotFound("No such export.")
+    with transaction.atomic():
+        _audit(
+            actor,
+            subject=f"{request.subject_kind}:{request.subject_id}",
+            object_id=request.id,
+            endpoint=endpoint,
+        )
+    if fmt == "zip":
+        return bytes(request.export_zip), "application/zip", f"access-export-{request.id}.zip"
+    body = json.dumps(request.export_json, indent=2, ensure_ascii=False).encode()
+    return body, "application/json", f"access-export-{request.id}.json"

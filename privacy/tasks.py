@@ -20,7 +20,9 @@ def erase_subject(erasure_id: str) -> str | None:
     return request.status if request else None
 
 
-@shared_task(name="privacy.tasks.resume_erasures", time_limit=60)
+# soft_time_limit too: the global soft limit (CELERY_TASK_SOFT_TIME_LIMIT) is above 60 s, and
+# Celery refuses to send a task whose soft limit exceeds its hard one.
+@shared_task(name="privacy.tasks.resume_erasures", time_limit=60, soft_time_limit=50)
 def resume_erasures(*, stale_only: bool = True) -> int:
     """Re-enqueue erasures whose worker stopped (a crash, a lost message). Beat runs it."""
     unfinished = ErasureRequest.objects.filter(
@@ -40,3 +42,19 @@ def resume_erasures_when_a_worker_starts(**_: object) -> None:
     # A worker that starts may be the one that replaced a crashed worker: resume at once
     # instead of waiting for the beat (running an erasure twice is safe).
     resume_erasures.delay(stale_only=False)
+
+
+@shared_task(name="privacy.tasks.build_access_export", acks_late=True, max_retries=3)
+def build_access_export(access_request_id: str) -> str | None:
+    """Build one subject access export (idempotent: a finished export is left as it is)."""
+    from privacy.models import AccessRequest
+    from privacy.services import access_export_build
+
+    try:
+        request = access_export_build(access_request_id=uuid.UUID(access_request_id))
+    except Exception as exc:
+        AccessRequest.objects.filter(pk=access_request_id).update(
+            status=RequestStatus.FAILED, error=f"{exc.__class__.__name__}: {exc}"[:2000]
+        )
+        raise
+    return request.status if request else None

@@ -34,3 +34,11 @@ def erase_batch(target: ErasureTarget, limit: int) -> BatchResult:
     # (or a resumed one) moves on to the runs that still do.
     Run.objects.filter(pk__in=run_ids).update(**{column: None})
     return BatchResult(erased=[f"run:{run_id}" for run_id in run_ids], done=len(run_ids) < limit)
+
+
+def estimate(target: ErasureTarget) -> int:
+    """Runs this step will clear, for the progress bar."""
+    column = _RUN_COLUMN.get(SubjectKind(target.kind))
+    if column is None:
+        return 0
+    return Run.objects.filter(tenant_id=target.tenant_id, **{column: target.id}).count()

@@ -1,0 +1,277 @@
+"""The staff console for privacy requests: erasures with a live progress bar and their
+receipt, subject access requests with their (expiring, audited) downloads.
+
+Starting an erasure or an access request from the console is for privacy officers
+(superusers, or staff in the `privacy-officer` group) and goes through the same services as
+the API (`erasure_start`, `access_request_start`).
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from typing import Any
+
+from django import forms
+from django.contrib import admin, messages
+from django.core.exceptions import PermissionDenied
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect, JsonResponse
+from django.shortcuts import get_object_or_404
+from django.template.response import TemplateResponse
+from django.urls import path, reverse
+from django.utils.html import format_html
+
+from kindmem.errors import KindmemError
+from kindmem.models import SubjectKind, Tenant
+from privacy import services
+from privacy.models import AccessRequest, ErasureRequest, RequestStatus
+from privacy.permissions import is_privacy_officer
+from privacy.serializers import PERSON_KINDS
+
+
+def _officer(request: HttpRequest) -> bool:
+    user = request.user
+    return bool(
+        user.is_active and user.is_staff and (user.is_superuser or is_privacy_officer(user))
+    )
+
+
+def progress_html(erasure: ErasureRequest) -> str:
+    summary = erasure.progress_summary
+    return format_html(
+        '<progress class="erasure-progress" value="{}" max="{}"></progress> {} / {}',
+        summary["done"],
+        summary["total"] or 1,
+        summary["done"],
+        summary["total"],
+    )
+
+
+class ErasureStartForm(forms.Form):
+    tenant = forms.ModelChoiceField(queryset=Tenant.objects.order_by("name"))
+    target_kind = forms.ChoiceField(choices=SubjectKind.choices)
+    target_id = forms.CharField(max_length=200)
+    reason = forms.CharField(widget=forms.Textarea, max_length=2000)
+
+
+class AccessRequestStartForm(forms.Form):
+    tenant = forms.ModelChoiceField(queryset=Tenant.objects.order_by("name"))
+    subject_kind = forms.ChoiceField(choices=[(k.value, k.label) for k in PERSON_KINDS])
+    subject_id = forms.CharField(max_length=200)
+
+
+class OfficerViewable:
+    """Privacy officers see the privacy pages by their role (the group), without needing
+    Django's per-model view permissions as well."""
+
+    def has_module_permission(self, request: HttpRequest) -> bool:
+        return _officer(request) or super().has_module_permission(request)  # type: ignore[misc]
+
+    def has_view_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return _officer(request) or super().has_view_permission(request, obj)  # type: ignore[misc]
+
+
+@admin.register(ErasureRequest)
+class ErasureRequestAdmin(OfficerViewable, admin.ModelAdmin):
+    list_display = [
+        "id",
+        "tenant",
+        "target_kind",
+        "status",
+        "progress_bar",
+        "created_at",
+        "finished_at",
+    ]
+    list_filter = ["status", "target_kind", "tenant"]
+    search_fields = ["id", "requested_by"]
+    list_select_related = ["tenant"]
+    ordering = ["-created_at"]
+    change_list_template = "admin/privacy/erasurerequest/change_list.html"
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False  # started through the "Start an erasure" page (erasure_start)
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    @admin.display(description="progress")
+    def progress_bar(self, erasure: ErasureRequest) -> str:
+        url = reverse("admin:privacy_erasurerequest_status", args=[erasure.pk])
+        return format_html('<a href="{}">{}</a>', url, progress_html(erasure))
+
+    def get_urls(self) -> list[Any]:
+        view = self.admin_site.admin_view
+        return [
+            path("start/", view(self.start_view), name="privacy_erasurerequest_start"),
+            path(
+                "<uuid:erasure_id>/status/",
+                view(self.status_view),
+                name="privacy_erasurerequest_status",
+            ),
+            path(
+                "<uuid:erasure_id>/progress.json",
+                view(self.progress_json),
+                name="privacy_erasurerequest_progress",
+            ),
+            *super().get_urls(),
+        ]
+
+    def start_view(self, request: HttpRequest) -> HttpResponse:
+        if not _officer(request):
+            raise PermissionDenied
+        form = ErasureStartForm(request.POST or None)
+        if request.method == "POST" and form.is_valid():
+            try:
+                erasure = services.erasure_start(
+                    tenant_id=form.cleaned_data["tenant"].id,
+                    target_kind=form.cleaned_data["target_kind"],
+                    target_id=form.cleaned_data["target_id"],
+                    reason=form.cleaned_data["reason"],
+                    requested_by=f"staff:{request.user.pk}",
+                )
+            except KindmemError as exc:
+                form.add_error(None, exc.message)
+            else:
+                self.message_user(request, "Erasure accepted; a worker is erasing.")
+                return HttpResponseRedirect(
+                    reverse("admin:privacy_erasurerequest_status", args=[erasure.pk])
+                )
+        context = {
+            **self.admin_site.each_context(request),
+            "opts": self.model._meta,
+            "title": "Start an erasure",
+            "form": form,
+        }
+        return TemplateResponse(request, "admin/privacy/start.html", context)
+
+    def status_view(self, request: HttpRequest, erasure_id: uuid.UUID) -> HttpResponse:
+        if not self.has_view_permission(request):
+            raise PermissionDenied
+        erasure = get_object_or_404(ErasureRequest.objects.select_related("tenant"), pk=erasure_id)
+        context = {
+            **self.admin_site.each_context(request),
+            "opts": self.model._meta,
+            "title": f"Erasure {erasure.id}",
+            "erasure": erasure,
+            "summary": erasure.progress_summary,
+            "finished": erasure.status in (RequestStatus.COMPLETED, RequestStatus.FAILED),
+            "receipt_text": (
+                json.dumps(erasure.receipt, indent=2, sort_keys=True) if erasure.receipt else None
+            ),
+            "progress_url": reverse("admin:privacy_erasurerequest_progress", args=[erasure.pk]),
+        }
+        return TemplateResponse(request, "admin/privacy/erasurerequest/status.html", context)
+
+    def progress_json(self, request: HttpRequest, erasure_id: uuid.UUID) -> JsonResponse:
+        if not self.has_view_permission(request):
+            raise PermissionDenied
+        erasure = get_object_or_404(ErasureRequest, pk=erasure_id)
+        return JsonResponse({"status": erasure.status, **erasure.progress_summary})
+
+
+@admin.register(AccessRequest)
+class AccessRequestAdmin(OfficerViewable, admin.ModelAdmin):
+    list_display = [
+        "id",
+        "tenant",
+        "subject_kind",
+        "subject_id",
+        "status",
+        "created_at",
+        "download",
+    ]
+    list_filter = ["status", "subject_kind", "tenant"]
+    search_fields = ["id", "subject_id", "requested_by"]
+    list_select_related = ["tenant"]
+    ordering = ["-created_at"]
+    exclude = ["export_json", "export_zip"]
+    change_list_template = "admin/privacy/accessrequest/change_list.html"
+
+    def get_queryset(self, request: HttpRequest) -> Any:
+        # The list never loads the exports themselves.
+        return super().get_queryset(request).defer("export_json", "export_zip")
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False  # through the "New access request" page (access_request_start)
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    @admin.display(description="download")
+    def download(self, access: AccessRequest) -> str:
+        if access.status != RequestStatus.COMPLETED:
+            return "—"
+        token = services.access_export_token(request=access)
+        links = [
+            format_html(
+                '<a href="{}?token={}">{}</a>',
+                reverse("admin:privacy_accessrequest_download", args=[access.pk, fmt]),
+                token,
+                fmt,
+            )
+            for fmt in ("json", "zip")
+        ]
+        return format_html("{} · {}", links[0], links[1])
+
+    def get_urls(self) -> list[Any]:
+        view = self.admin_site.admin_view
+        return [
+            path("start/", view(self.start_view), name="privacy_accessrequest_start"),
+            path(
+                "<uuid:request_id>/download/<str:fmt>/",
+                view(self.download_view),
+                name="privacy_accessrequest_download",
+            ),
+            *super().get_urls(),
+        ]
+
+    def start_view(self, request: HttpRequest) -> HttpResponse:
+        if not _officer(request):
+            raise PermissionDenied
+        form = AccessRequestStartForm(request.POST or None)
+        if request.method == "POST" and form.is_valid():
+            tenant = form.cleaned_data["tenant"]
+            try:
+                services.access_request_start(
+                    actor=services.Actor.of_staff(request.user, tenant.id),
+                    subject_kind=form.cleaned_data["subject_kind"],
+                    subject_id=form.cleaned_data["subject_id"],
+                    endpoint="POST console access-request",
+                )
+            except KindmemError as exc:
+                form.add_error(None, exc.message)
+            else:
+                self.message_user(request, "Access request accepted; a worker builds the export.")
+                return HttpResponseRedirect(reverse("admin:privacy_accessrequest_changelist"))
+        context = {
+            **self.admin_site.each_context(request),
+            "opts": self.model._meta,
+            "title": "New subject access request",
+            "form": form,
+        }
+        return TemplateResponse(request, "admin/privacy/start.html", context)
+
+    def download_view(self, request: HttpRequest, request_id: uuid.UUID, fmt: str) -> HttpResponse:
+        if not _officer(request):
+            raise PermissionDenied
+        access = get_object_or_404(AccessRequest.objects.only("id", "tenant_id"), pk=request_id)
+        try:
+            content, content_type, name = services.access_export_open(
+                actor=services.Actor.of_staff(request.user, access.tenant_id),
+                request_id=access.id,
+                token=request.GET.get("token", ""),
+                fmt="zip" if fmt == "zip" else "json",
+                endpoint="GET console access-export",
+            )
+        except KindmemError as exc:
+            messages.error(request, exc.message)
+            return HttpResponseRedirect(reverse("admin:privacy_accessrequest_changelist"))
+        response = HttpResponse(content, content_type=content_type)
+        response["Content-Disposition"] = f'attachment; filename="{name}"'
+        return response

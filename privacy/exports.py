@@ -1,0 +1,449 @@
+"""Subject access exports (GDPR Art. 15), and their part of an erasure.
+
+`access_export_build(request)` gathers everything kindmem holds about one person and renders it
+twice: one JSON document (the schema below) and a zip of Markdown memory files.
+
+JSON schema (``"schema": "kindmem.subject-access-export/1"``); times are ISO 8601 UTC strings,
+ids are strings, absent values are ``null``::
+
+    {
+      "schema": "kindmem.subject-access-export/1",
+      "generated_at": time,
+      "tenant_id": id,
+      "subject": {"kind": "participant" | "user" | "external", "id": str},
+      "facts": [                               # facts whose scope names the person or whose
+        {                                      # revisions list them as a subject
+          "id", "type", "key", "tags": [str], "created_at",
+          "scope": {"org_id"?, "project_id"?, "user_id"?, "participant_id"?,
+                    "thread_id"?, "session_id"?},
+          "revisions": [                       # every revision, oldest first
+            {"id", "version", "content": any JSON, "content_hash",
+             "trust": "verified" | "asserted" | "unverified", "verified_by", "verified_at",
+             "provenance": {"attributed_kind", "attributed_id", "attributed_agent_version",
+                            "generated_by_run_id", "generated_by_step_id",
+                            "generated_by_tool_call_id", "source", "caused_by_log_id": [id],
+                            "supersedes_revision_id"},
+             "validity": {"valid_from", "valid_until", "observed_at"},
+             "record": {"created_at", "invalidated_at", "invalidated_by",
+                        "invalidation_reason", "review"},
+             "retention": {"keep_days", "keep_until", "legal_hold", "expires_at"},
+             "subjects": [{"kind", "id"}]}
+          ]
+        }
+      ],
+      "links": [{"id", "source_fact_id", "target_fact_id", "type", "confidence",
+                 "provenance", "valid_at", "invalid_at", "created_by", "created_at"}],
+      "conversations": [{"conversation_id": thread id, "agent_id", "project_id",
+                         "segments": [str], "created_at",
+                         "messages": [{"sequence", "role", "text", "created_at"}]}],
+      "runs": [{"id", "agent_id", "agent_version", "project_id", "thread_id", "session_id",
+                "created_at",
+                "log": [{"sequence", "kind", "payload" (null once erased),
+                         "payload_erased_at", "created_at", "entry_hash"}]}],
+      "approvals": [{"model", "id", "fields": {...}, "decisions": [{"model", "id",
+                     "fields": {...}}]}] | null,   # null: no approvals app installed
+      "accesses": [{"timestamp", "phase", "outcome", "kind", "endpoint", "principal",
+                    "principal_kind", "agent_id", "run_id", "object_ids": [id]}]
+    }
+
+Every list holds only rows about the person: the facts about them, the links touching those
+facts, their conversations, their runs, the approvals of their facts and the audit events
+that name them. The zip holds one ``facts/<fact id>.md`` per fact in the 003 seed's memory-file
+format (``---\\n<yaml frontmatter>\\n---\\n<body>``; the frontmatter carries the envelope: id,
+entityId, kind, tags, links, created, updated, seq, contentHash, provenance, temporal) plus
+``export.json`` (the document above) and ``README.md``.
+
+`erase_batch` deletes the access requests made for the person (their exports hold the person's
+data) when the person is erased.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import zipfile
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from django.apps import apps
+from django.db import models
+from django.forms.models import model_to_dict
+from django.utils import timezone
+
+from audit.models import AuditEvent
+from facts.erasure import facts_about
+from facts.models import Fact, Link, Revision
+from kindmem.models import Run, SubjectKind
+from privacy.models import AccessRequest
+from recall.erasure import conversations_of
+from recall.models import Conversation
+from runlog.models import LogEntry
+
+if TYPE_CHECKING:
+    from privacy.erasure import BatchResult, ErasureTarget
+
+SCHEMA = "kindmem.subject-access-export/1"
+
+
+def _t(value: datetime | None) -> str | None:
+    return value.isoformat() if value else None
+
+
+def _s(value: Any) -> str | None:
+    return None if value is None else str(value)
+
+
+def _revision(revision: Revision) -> dict[str, Any]:
+    return {
+        "id": str(revision.id),
+        "version": revision.version,
+        "content": revision.content,
+        "content_hash": revision.content_hash,
+        "trust": revision.trust,
+        "verified_by": revision.verified_by,
+        "verified_at": _t(revision.verified_at),
+        "provenance": {
+            "attributed_kind": revision.attributed_kind,
+            "attributed_id": revision.attributed_id,
+            "attributed_agent_version": revision.attributed_agent_version,
+            "generated_by_run_id": _s(revision.generated_by_run_id),
+            "generated_by_step_id": revision.generated_by_step_id,
+            "generated_by_tool_call_id": revision.generated_by_tool_call_id,
+            "source": revision.source,
+            "caused_by_log_id": list(revision.caused_by_log_id),
+            "supersedes_revision_id": _s(revision.supersedes_id),
+        },
+        "validity": {
+            "valid_from": _t(revision.valid_from),
+            "valid_until": _t(revision.valid_until),
+            "observed_at": _t(revision.observed_at),
+        },
+        "record": {
+            "created_at": _t(revision.created_at),
+            "invalidated_at": _t(revision.invalidated_at),
+            "invalidated_by": revision.invalidated_by,
+            "invalidation_reason": revision.invalidation_reason,
+            "review": revision.review,
+        },
+        "retention": {
+            "keep_days": revision.keep_days,
+            "keep_until": _t(revision.keep_until),
+            "legal_hold": revision.legal_hold,
+            "expires_at": _t(revision.expires_at),
+        },
+        "subjects": [
+            {"kind": s.kind, "id": s.subject_id}
+            for s in sorted(revision.subjects.all(), key=lambda s: (s.kind, s.subject_id))
+        ],
+    }
+
+
+def _facts(target: ErasureTarget) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    about = facts_about(target)
+    facts = list(
+        Fact.objects.filter(about, tenant_id=target.tenant_id)
+        .order_by("created_at", "id")
+        .prefetch_related(
+            models.Prefetch(
+                "revisions",
+                queryset=Revision.objects.order_by("version").prefetch_related("subjects"),
+            )
+        )
+    )
+    fact_ids = [f.id for f in facts]
+    links = Link.objects.filter(tenant_id=target.tenant_id).filter(
+        models.Q(source_id__in=fact_ids) | models.Q(target_id__in=fact_ids)
+    )
+    fact_docs = [
+        {
+            "id": str(f.id),
+            "type": f.type,
+            "key": f.key,
+            "tags": list(f.tags),
+            "created_at": _t(f.created_at),
+            "scope": f.scope,
+            "revisions": [_revision(r) for r in f.revisions.all()],
+        }
+        for f in facts
+    ]
+    link_docs = [
+        {
+            "id": str(link.id),
+            "source_fact_id": str(link.source_id),
+            "target_fact_id": str(link.target_id),
+            "type": link.type,
+            "confidence": link.confidence,
+            "provenance": link.provenance,
+            "valid_at": _t(link.valid_at),
+            "invalid_at": _t(link.invalid_at),
+            "created_by": link.created_by,
+            "created_at": _t(link.created_at),
+        }
+        for link in links.order_by("created_at", "id")
+    ]
+    return fact_docs, link_docs
+
+
+def _conversations(target: ErasureTarget) -> list[dict[str, Any]]:
+    condition = conversations_of(target)
+    if condition is None:
+        return []
+    conversations = (
+        Conversation.objects.filter(condition, tenant_id=target.tenant_id)
+        .select_related("agent")
+        .prefetch_related("messages")
+        .order_by("created_at", "id")
+    )
+    return [
+        {
+            "conversation_id": c.thread_id,
+            "agent_id": c.agent.agent_id,
+            "project_id": _s(c.project_id),
+            "segments": list(c.segments),
+            "created_at": _t(c.created_at),
+            "messages": [
+                {
+                    "sequence": m.sequence,
+                    "role": m.role,
+                    "text": m.text,
+                    "created_at": _t(m.created_at),
+                }
+                for m in sorted(c.messages.all(), key=lambda m: m.sequence)
+            ],
+        }
+        for c in conversations
+    ]
+
+
+def _runs(target: ErasureTarget) -> list[dict[str, Any]]:
+    if target.kind == SubjectKind.PARTICIPANT:
+        runs = Run.objects.filter(participant_id=target.id)
+    elif target.kind == SubjectKind.USER:
+        runs = Run.objects.filter(user_id=target.id)
+    else:
+        return []
+    runs = (
+        runs.filter(tenant_id=target.tenant_id)
+        .select_related("agent")
+        .prefetch_related(
+            models.Prefetch("log_entries", queryset=LogEntry.objects.order_by("sequence"))
+        )
+        .order_by("created_at", "id")
+    )
+    return [
+        {
+            "id": str(run.id),
+            "agent_id": run.agent.agent_id,
+            "agent_version": run.agent_version,
+            "project_id": str(run.project_id),
+            "thread_id": run.thread_id,
+            "session_id": run.session_id,
+            "created_at": _t(run.created_at),
+            "log": [
+                {
+                    "sequence": e.sequence,
+                    "kind": e.kind,
+                    "payload": e.payload,
+                    "payload_erased_at": _t(e.payload_erased_at),
+                    "created_at": _t(e.created_at),
+                    "entry_hash": e.entry_hash,
+                }
+                for e in run.log_entries.all()
+            ],
+        }
+        for run in runs
+    ]
+
+
+def _plain(row: models.Model) -> dict[str, Any]:
+    return json.loads(json.dumps(model_to_dict(row), default=str))
+
+
+def _approvals(fact_ids: list[str]) -> list[dict[str, Any]] | None:
+    """Approvals of the person's facts and their decisions, when an approvals app with models
+    is installed: any of its models with a foreign key to Fact or Revision is an approval;
+    any model with a foreign key to an approval is a decision. (The approvals app is built
+    separately; this reads it through the model registry so the export needs no import.)"""
+    if not apps.is_installed("approvals"):
+        return None
+    try:
+        app_models = list(apps.get_app_config("approvals").get_models())
+    except LookupError:
+        return None
+    if not app_models:
+        return None
+    out: list[dict[str, Any]] = []
+    for model in app_models:
+        for f in model._meta.get_fields():
+            if not (f.many_to_one and f.concrete):
+                continue
+            if f.related_model is Fact:
+                rows = model.objects.filter(**{f"{f.name}_id__in": fact_ids})
+            elif f.related_model is Revision:
+                rows = model.objects.filter(**{f"{f.name}__fact_id__in": fact_ids})
+            else:
+                continue
+            for row in rows.order_by("pk"):
+                decisions = [
+                    {"model": rel.related_model._meta.label, "id": str(d.pk), "fields": _plain(d)}
+                    for rel in model._meta.related_objects
+                    if rel.one_to_many and rel.related_model._meta.app_label == "approvals"
+                    for d in getattr(row, rel.get_accessor_name()).all().order_by("pk")
+                ]
+                out.append(
+                    {
+                        "model": model._meta.label,
+                        "id": str(row.pk),
+                        "fields": _plain(row),
+                        "decisions": decisions,
+                    }
+                )
+            break
+    return out
+
+
+def _accesses(target: ErasureTarget) -> list[dict[str, Any]]:
+    events = (
+        AuditEvent.objects.of_tenant(target.tenant_id).about_subject(target.subject).order_by("seq")
+    )
+    return [
+        {
+            "timestamp": _t(e.timestamp),
+            "phase": e.phase,
+            "outcome": e.outcome,
+            "kind": e.kind,
+            "endpoint": e.endpoint,
+            "principal": e.principal,
+            "principal_kind": e.principal_kind,
+            "agent_id": e.agent_id,
+            "run_id": _s(e.run_id),
+            "object_ids": list(e.object_ids),
+        }
+        for e in events
+    ]
+
+
+def access_export_document(target: ErasureTarget) -> dict[str, Any]:
+    facts, links = _facts(target)
+    return {
+        "schema": SCHEMA,
+        "generated_at": timezone.now().isoformat(),
+        "tenant_id": str(target.tenant_id),
+        "subject": {"kind": target.kind, "id": target.id},
+        "facts": facts,
+        "links": links,
+        "conversations": _conversations(target),
+        "runs": _runs(target),
+        "approvals": _approvals([f["id"] for f in facts]),
+        "accesses": _accesses(target),
+    }
+
+
+def _yaml(value: Any, indent: int = 0) -> str:
+    """Block YAML for the frontmatter; scalars are written as JSON, which YAML reads as is."""
+    pad = "  " * indent
+    lines: list[str] = []
+    if isinstance(value, dict):
+        for k, v in value.items():
+            if isinstance(v, dict | list) and v:
+                lines.append(f"{pad}{k}:")
+                lines.append(_yaml(v, indent + 1))
+            else:
+                lines.append(f"{pad}{k}: {json.dumps(v, ensure_ascii=False)}")
+    else:
+        for item in value:
+            if isinstance(item, dict | list) and item:
+                inner = _yaml(item, indent + 1).lstrip()
+                lines.append(f"{pad}- {inner}")
+            else:
+                lines.append(f"{pad}- {json.dumps(item, ensure_ascii=False)}")
+    return "\n".join(lines)
+
+
+def _ms(iso: str | None) -> int | None:
+    return int(datetime.fromisoformat(iso).timestamp() * 1000) if iso else None
+
+
+def memory_file(fact: dict[str, Any], links: list[dict[str, Any]], seq: int) -> str:
+    """One fact as a memory file (003 seed): the envelope as YAML frontmatter, then the
+    current (else the latest) revision's content as the body, then its history."""
+    revisions = fact["revisions"]
+    current = next((r for r in revisions if r["record"]["invalidated_at"] is None), None)
+    shown = current or (revisions[-1] if revisions else None)
+    envelope: dict[str, Any] = {
+        "id": fact["id"],
+        "entityId": fact["key"] or fact["id"],
+        "kind": fact["type"],
+        "tags": fact["tags"],
+        "links": [
+            {
+                "to": link["target_fact_id"],
+                "type": link["type"],
+                "confidence": link["confidence"],
+                "provenance": link["provenance"],
+                "validAt": link["valid_at"],
+            }
+            for link in links
+            if link["source_fact_id"] == fact["id"]
+        ],
+        "created": _ms(fact["created_at"]),
+        "updated": _ms(shown["record"]["created_at"]) if shown else None,
+        "seq": seq,
+        "contentHash": shown["content_hash"] if shown else None,
+        "provenance": shown["provenance"] if shown else None,
+        "temporal": shown["validity"] if shown else None,
+        "scope": fact["scope"],
+        "trust": shown["trust"] if shown else None,
+        "retention": shown["retention"] if shown else None,
+        "subjects": shown["subjects"] if shown else [],
+        "current": current is not None,
+    }
+    body = [f"# {fact['type']}", ""]
+    if shown is not None:
+        content = shown["content"]
+        body.append(content if isinstance(content, str) else json.dumps(content, indent=2))
+    body += ["", "## Revisions", ""]
+    for r in revisions:
+        ended = r["record"]["invalidation_reason"] or "current"
+        body.append(
+            f"- v{r['version']} ({r['record']['created_at']}, {r['trust']}, {ended}): "
+            + json.dumps(r["content"], ensure_ascii=False)
+        )
+    return f"---\n{_yaml(envelope)}\n---\n" + "\n".join(body) + "\n"
+
+
+def access_export_zip(document: dict[str, Any]) -> bytes:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+        for seq, fact in enumerate(document["facts"], start=1):
+            archive.writestr(f"facts/{fact['id']}.md", memory_file(fact, document["links"], seq))
+        archive.writestr("export.json", json.dumps(document, indent=2, ensure_ascii=False))
+        archive.writestr(
+            "README.md",
+            "# Subject access export\n\n"
+            f"Subject: {document['subject']['kind']} `{document['subject']['id']}`, "
+            f"generated {document['generated_at']}.\n\n"
+            "- `facts/<id>.md`: one memory file per fact (YAML frontmatter, then the content "
+            "and every revision).\n"
+            "- `export.json`: everything, machine-readable (schema "
+            f"`{document['schema']}`, documented in kindmem's privacy/exports.py).\n",
+        )
+    return buffer.getvalue()
+
+
+def _requests_for(target: ErasureTarget) -> models.QuerySet[AccessRequest]:
+    return AccessRequest.objects.filter(
+        tenant_id=target.tenant_id, subject_kind=target.kind, subject_id=target.id
+    )
+
+
+def erase_batch(target: ErasureTarget, limit: int) -> BatchResult:
+    from privacy.erasure import BatchResult
+
+    ids = list(_requests_for(target).order_by("id").values_list("id", flat=True)[:limit])
+    AccessRequest.objects.filter(pk__in=ids).delete()
+    return BatchResult(erased=[f"access-request:{i}" for i in ids], done=len(ids) < limit)
+
+
+def estimate(target: ErasureTarget) -> int:
+    return _requests_for(target).count()

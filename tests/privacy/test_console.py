@@ -1,0 +1,153 @@
+"""The privacy pages of the staff console: starting requests, the live progress bar, the
+receipt, and the expiring, audited download."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from django.contrib.auth.models import Group
+from django.urls import reverse
+
+from audit.models import AuditEvent
+from kindmem.models import ErasureHold, User
+from privacy.erasure import erasure_run
+from privacy.models import AccessRequest, ErasureRequest, RequestStatus
+from privacy.permissions import PRIVACY_OFFICER_GROUP
+from privacy.tasks import build_access_export
+from tests.conftest import console_login
+from tests.privacy.conftest import plant_person
+
+
+def _staff(username: str, *, officer: bool) -> User:
+    user = User.objects.create_user(username=username, password="pw-" + username, is_staff=True)
+    if officer:
+        user.groups.add(Group.objects.get_or_create(name=PRIVACY_OFFICER_GROUP)[0])
+    return user
+
+
+@pytest.mark.django_db
+def test_a_privacy_officer_starts_an_erasure_and_sees_its_progress_and_receipt(client, world):
+    # given a privacy officer in the console and a person with data
+    officer = _staff("officer", officer=True)
+    client.force_login(officer)
+    plant_person(world, "participant-console", "zqconsole", facts=1, messages=2, entries=1)
+    # when they start an erasure from the console
+    response = client.post(
+        reverse("admin:privacy_erasurerequest_start"),
+        {
+            "tenant": world.tenant.id,
+            "target_kind": "participant",
+            "target_id": "participant-console",
+            "reason": "asked by email",
+        },
+    )
+    # then it was accepted through erasure_start (held) and the page shows its progress
+    erasure = ErasureRequest.objects.get()
+    assert response.status_code == 302
+    assert response["Location"] == reverse("admin:privacy_erasurerequest_status", args=[erasure.pk])
+    assert erasure.requested_by == f"staff:{officer.pk}"
+    assert ErasureHold.objects.filter(erasure_id=erasure.pk).exists()
+    status_page = client.get(response["Location"]).content.decode()
+    assert 'id="erasure-progress"' in status_page
+    progress = client.get(reverse("admin:privacy_erasurerequest_progress", args=[erasure.pk]))
+    assert progress.json() == {"status": "pending", "done": 0, "total": 0}
+    # when a worker has run it
+    erasure_run(erasure_id=erasure.pk)
+    progress = client.get(reverse("admin:privacy_erasurerequest_progress", args=[erasure.pk]))
+    status_page = client.get(response["Location"]).content.decode()
+    listing = client.get(reverse("admin:privacy_erasurerequest_changelist"))
+    # then the progress is full and the receipt is on the page
+    assert progress.json()["status"] == "completed"
+    assert progress.json()["done"] == progress.json()["total"] > 0
+    assert "Receipt" in status_page
+    assert erasure.pk.hex[:8] in status_page
+    assert listing.status_code == 200
+    assert "<progress" in listing.content.decode()
+
+
+@pytest.mark.django_db
+def test_staff_who_are_not_privacy_officers_cannot_start_requests(client, world):
+    # given a staff member without the privacy-officer role
+    client.force_login(_staff("clerk", officer=False))
+    # when they try to start an erasure and an access request
+    erasure = client.post(
+        reverse("admin:privacy_erasurerequest_start"),
+        {"tenant": world.tenant.id, "target_kind": "participant", "target_id": "p", "reason": "r"},
+    )
+    access = client.get(reverse("admin:privacy_accessrequest_start"))
+    # then both are forbidden and nothing was written
+    assert erasure.status_code == 403
+    assert access.status_code == 403
+    assert not ErasureRequest.objects.exists()
+
+
+@pytest.mark.django_db
+def test_an_officer_downloads_an_export_from_the_console_through_an_audited_link(
+    client, world, settings
+):
+    # given an access request started from the console, built by a worker
+    officer = _staff("officer2", officer=True)
+    client.force_login(officer)
+    plant_person(world, "participant-dl", "zqdl", facts=1, messages=1, entries=0)
+    client.post(
+        reverse("admin:privacy_accessrequest_start"),
+        {"tenant": world.tenant.id, "subject_kind": "participant", "subject_id": "participant-dl"},
+    )
+    access = AccessRequest.objects.get()
+    build_access_export(str(access.id))
+    # when the officer follows the zip link of the list page
+    listing = client.get(reverse("admin:privacy_accessrequest_changelist")).content.decode()
+    link = re.search(r'href="([^"]+/download/zip/\?token=[^"]+)"', listing).group(1)
+    download = client.get(link.replace("&amp;", "&"))
+    # then the zip comes down, and both the request and the download are audited
+    assert download.status_code == 200
+    assert download["Content-Type"] == "application/zip"
+    events = AuditEvent.objects.of_tenant(world.tenant.id).about_subject(
+        "participant:participant-dl"
+    )
+    assert list(events.order_by("seq").values_list("principal", "endpoint")) == [
+        (f"staff:{officer.pk}", "POST console access-request"),
+        (f"staff:{officer.pk}", "GET console access-export"),
+    ]
+    # when the link has expired
+    settings.ACCESS_EXPORT_LINK_MAX_AGE = -1
+    expired = client.get(link.replace("&amp;", "&"))
+    # then the officer is sent back to the list with the reason, and nothing comes down
+    assert expired.status_code == 302
+    assert events.count() == 2
+
+
+@pytest.mark.django_db
+def test_the_sweep_reports_are_listed_in_the_console(admin_client, world):
+    from facts.models import SweepReport
+
+    SweepReport.objects.create(tenant=world.tenant, kind="expiry", count=7, batches=1)
+    page = admin_client.get(reverse("admin:facts_sweepreport_changelist"))
+    assert page.status_code == 200
+    assert world.tenant.name in page.content.decode()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_progress_bar_moves_live_in_a_real_browser(live_server, page, world):
+    # given a pending erasure and a superuser watching its page
+    User.objects.create_superuser(username="root", password="root-pw")
+    plant_person(world, "participant-live", "zqlive", facts=2, messages=4, entries=1)
+    console_login(page, live_server.url, "root", "root-pw")
+    page.goto(f"{live_server.url}{reverse('admin:privacy_erasurerequest_start')}")
+    page.select_option("#id_tenant", str(world.tenant.id))
+    page.select_option("#id_target_kind", "participant")
+    page.fill("#id_target_id", "participant-live")
+    page.fill("#id_reason", "asked in person")
+    page.click("#privacy-start input[type=submit]")
+    page.wait_for_selector("#erasure-progress")
+    erasure = ErasureRequest.objects.get()
+    assert page.inner_text("#erasure-status") == RequestStatus.PENDING
+    # when a worker runs the erasure
+    erasure_run(erasure_id=erasure.pk)
+    # then, without a click, the page shows the finished erasure and its receipt
+    page.wait_for_selector("#erasure-receipt", timeout=15_000)
+    assert page.inner_text("#erasure-status") == RequestStatus.COMPLETED
+    assert page.get_attribute("#erasure-progress", "value") == page.get_attribute(
+        "#erasure-progress", "max"
+    )

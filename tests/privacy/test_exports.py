@@ -1,0 +1,129 @@
+"""Subject access exports: everything about the person, nothing about anyone else."""
+
+from __future__ import annotations
+
+import io
+import json
+import zipfile
+
+import pytest
+import yaml
+from django.db import transaction
+
+from audit.models import Outcome, Phase
+from audit.services import AuditNote, audit_record
+from facts.services import fact_create
+from privacy.models import RequestStatus
+from privacy.services import Actor, access_request_start
+from privacy.tasks import build_access_export
+from runlog.services import log_append
+from tests import factories
+from tests.privacy.conftest import plant_person
+
+pytestmark = pytest.mark.django_db
+
+
+def _export(world, participant_id: str):  # type: ignore[no-untyped-def]
+    request = access_request_start(
+        actor=Actor.of_principal(world.admin.principal),
+        subject_kind="participant",
+        subject_id=participant_id,
+    )
+    build_access_export(str(request.id))
+    request.refresh_from_db()
+    assert request.status == RequestStatus.COMPLETED
+    return request
+
+
+def test_the_export_holds_everything_about_the_person_and_nothing_about_anyone_else(world):
+    # given alice with facts, messages and log entries, and somebody having read her facts
+    alice = plant_person(world, "participant-alice-x", "zqxalice", facts=2, messages=3, entries=2)
+    with transaction.atomic():
+        note = AuditNote(phase=Phase.READ, kind="fact")
+        note.touch(ids=alice.fact_ids[:1], subjects=[("participant", alice.participant_id)])
+        audit_record(
+            principal=world.app.principal, note=note, outcome=Outcome.SUCCESS, endpoint="GET facts"
+        )
+    # and bob in the same project, with a fact in alice's thread and a run in her thread
+    bob = plant_person(world, "participant-bob-x", "zqxbob", facts=1, messages=2, entries=1)
+    fact_create(
+        principal=world.app.principal,
+        type="note",
+        content={"text": "zqxbob said this in alice's thread"},
+        scope={
+            "project_id": str(world.project.id),
+            "participant_id": bob.participant_id,
+            "thread_id": alice.thread_id,
+        },
+    )
+    bobs_run = factories.run_create(
+        world.app, world.project, participant_id=bob.participant_id, thread_id=alice.thread_id
+    )
+    log_append(
+        principal=bobs_run.principal,
+        run=bobs_run.run,
+        kind="note",
+        payload={"text": "zqxbob logged in alice's thread"},
+    )
+    # when alice's export is built
+    export = _export(world, alice.participant_id).export_json
+    # then it holds all her facts with every revision, her messages, her runs' log, the read
+    assert export["schema"] == "kindmem.subject-access-export/1"
+    assert sorted(f["id"] for f in export["facts"]) == sorted(alice.fact_ids)
+    assert sorted(len(f["revisions"]) for f in export["facts"]) == [1, 2, 2]
+    first = next(f for f in export["facts"] if f["id"] == alice.fact_ids[0])
+    assert [r["record"]["invalidation_reason"] for r in first["revisions"]] == ["superseded", None]
+    assert first["revisions"][0]["retention"] == {
+        "keep_days": None,
+        "keep_until": None,
+        "legal_hold": False,
+        "expires_at": None,
+    }
+    assert first["revisions"][1]["provenance"]["attributed_kind"] == "service"
+    assert first["revisions"][0]["subjects"] == [
+        {"kind": "participant", "id": alice.participant_id}
+    ]
+    assert len(export["links"]) == 1
+    [conversation] = export["conversations"]
+    assert [m["text"] for m in conversation["messages"]] == [f"zqxalice says {i}" for i in range(3)]
+    [run] = export["runs"]
+    assert [e["payload"]["text"] for e in run["log"]] == [
+        "zqxalice log entry 0",
+        "zqxalice log entry 1",
+    ]
+    assert [(a["phase"], a["principal"], a["endpoint"]) for a in export["accesses"]] == [
+        ("read", world.app.principal.id, "GET facts"),  # who read her facts, and when
+        ("read", world.admin.principal.id, "POST access-requests"),  # this request itself
+    ]
+    assert export["approvals"] is None  # no approvals app with models in this build
+    # and nothing of bob's
+    text = json.dumps(export)
+    assert "zqxbob" not in text
+    assert bob.participant_id not in text
+    assert str(bobs_run.run.id) not in text
+    assert not set(bob.fact_ids) & {f["id"] for f in export["facts"]}
+
+
+def test_the_zip_holds_one_memory_file_per_fact_with_yaml_frontmatter(world):
+    # given a person with two facts (one superseded) and a fact about them by subject
+    alice = plant_person(world, "participant-zip", "zqzip", facts=2, messages=0, entries=0)
+    # when the export is built
+    request = _export(world, alice.participant_id)
+    archive = zipfile.ZipFile(io.BytesIO(bytes(request.export_zip)))
+    # then each fact is a memory file: frontmatter (the envelope) between --- lines, then body
+    files = sorted(n for n in archive.namelist() if n.startswith("facts/"))
+    assert files == sorted(f"facts/{i}.md" for i in alice.fact_ids)
+    text = archive.read(f"facts/{alice.fact_ids[0]}.md").decode()
+    assert text.startswith("---\n")
+    frontmatter, body = text[4:].split("\n---\n", 1)
+    envelope = yaml.safe_load(frontmatter)
+    assert envelope["id"] == alice.fact_ids[0]
+    assert envelope["kind"] == "preference"
+    assert envelope["tags"] == ["tag-zqzip"]
+    assert envelope["links"][0]["to"] == alice.fact_ids[-1]
+    assert envelope["provenance"]["attributed_kind"] == "service"
+    assert envelope["current"] is True
+    assert len(envelope["contentHash"]) == 64
+    assert "zqzip prefers coffee number 0" in body
+    assert "zqzip prefers tea number 0" in body  # the history is in the body too
+    assert json.loads(archive.read("export.json"))["subject"]["id"] == alice.participant_id
