@@ -20,11 +20,16 @@ def _visible(segment: str) -> str:
 def highlight(text: str, findings: Iterable[Mapping[str, Any]]) -> SafeString:
     """`text` as HTML with each finding's span in a <mark> (overlapping spans merged; the title
     names the rules). Offsets outside the text are ignored rather than trusted."""
+    valid = [
+        f
+        for f in findings
+        if isinstance(f.get("start"), int)
+        and isinstance(f.get("end"), int)
+        and 0 <= f["start"] < f["end"] <= len(text)
+    ]
     spans: list[list[Any]] = []
-    for f in sorted(findings, key=lambda f: (f.get("start", 0), f.get("end", 0))):
-        start, end = f.get("start"), f.get("end")
-        if not (isinstance(start, int) and isinstance(end, int) and 0 <= start < end <= len(text)):
-            continue
+    for f in sorted(valid, key=lambda f: (f["start"], f["end"])):
+        start, end = f["start"], f["end"]
         hidden = f.get("reason") == "hidden-characters"
         if spans and start < spans[-1][1]:
             spans[-1][1] = max(spans[-1][1], end)
