@@ -123,7 +123,14 @@ class ApprovalAdmin(admin.ModelAdmin):
         ("project", TenantRelatedFilter),
     ]
     search_fields = ["=id", "=revision__fact__id", "=revision__subjects__subject_id"]
-    list_select_related = ["revision__fact", "agent", "project", "run"]
+    list_select_related = [
+        "revision__fact__project",
+        "revision__fact__user",
+        "agent",
+        "project",
+        "run",
+    ]
+    list_display_links = ["waiting"]
     ordering = ["created_at", "id"]
     list_per_page = 50
     actions = ["approve_selected", "verify_selected", "reject_selected"]
@@ -148,7 +155,9 @@ class ApprovalAdmin(admin.ModelAdmin):
     def get_queryset(self, request: HttpRequest) -> QuerySet[Approval]:
         return (
             tenant_approvals(request)
-            .select_related("revision__fact", "agent", "project", "run")
+            .select_related(
+                "revision__fact__project", "revision__fact__user", "agent", "project", "run"
+            )
             .prefetch_related("revision__subjects")
         )
 
@@ -201,8 +210,9 @@ class ApprovalAdmin(admin.ModelAdmin):
         # Plain text: the run pages are not the reviewer's (the role sees no credentials).
         revision = obj.revision
         return format_html(
-            "{}<br><small>step {} · tool call {}</small>",
+            '<span title="{}">{}</span><br><small>step {} · tool call {}</small>',
             obj.run_id or "-",
+            str(obj.run_id or "-")[:8],
             revision.generated_by_step_id or "-",
             revision.generated_by_tool_call_id or "-",
         )
@@ -210,9 +220,23 @@ class ApprovalAdmin(admin.ModelAdmin):
     @admin.display(description="scope · subject")
     def scope_and_subject(self, obj: Approval) -> str:
         fact = obj.revision.fact
-        scope = ", ".join(f"{k}={v}" for k, v in fact.scope.items()) or "tenant-wide"
+        where = [
+            f"{label} {value}"
+            for label, value in (
+                ("participant", fact.participant_id),
+                ("thread", fact.thread_id),
+                ("user", fact.user.username if fact.user else None),
+                ("project", fact.project.name if fact.project else None),
+            )
+            if value
+        ]
         subjects = ", ".join(f"{s.kind}:{s.subject_id}" for s in obj.revision.subjects.all())
-        return format_html("{}<br><small>about {}</small>", scope, subjects or "no one")
+        return format_html(
+            '<span title="{}">{}</span><br><small>about {}</small>',
+            ", ".join(f"{k}={v}" for k, v in fact.scope.items()),
+            " · ".join(where) or "tenant-wide",
+            subjects or "no one",
+        )
 
     @admin.display(description="fact")
     def fact_link(self, obj: Approval) -> str:

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import importlib
 import itertools
 from dataclasses import dataclass
 from typing import Any
@@ -33,13 +34,29 @@ def declare(agent: Any) -> Any:
     return agent
 
 
+def reviewer_group() -> Group:
+    """The `reviewer` group with its permissions, as the migrations leave it. Transactional
+    tests flush the tables between tests, so rebuild it when a flush removed it."""
+    from django.contrib.auth.models import Permission
+
+    grants = importlib.import_module("approvals.migrations.0002_reviewer_permissions").GRANTS
+    group, _ = Group.objects.get_or_create(name="reviewer")
+    for app, model, codename in grants:
+        group.permissions.add(
+            Permission.objects.get(
+                content_type__app_label=app, content_type__model=model, codename=codename
+            )
+        )
+    return group
+
+
 def reviewer_create(world: Any, username: str | None = None) -> Reviewer:
     user = factories.user_create(world.tenant)
     if username:
         user.username = username
     user.is_staff = True
     user.save()
-    user.groups.add(Group.objects.get(name="reviewer"))
+    user.groups.add(reviewer_group())
     return Reviewer(user=user, key=factories.user_key_create(user))
 
 
