@@ -226,20 +226,22 @@ def fact_remember(
     holder = _slot_holder(tenant_id, type, key, resolved, agent.agent_id) if key else None
     try:
         with transaction.atomic():
-            replaced = None
-            if holder is not None:
-                replaced = (
-                    Revision.objects.filter(fact=holder, invalidated_at__isnull=True)
-                    .prefetch_related("subjects")
-                    .get()
-                )
+            # Read after the slot's lock: a concurrent writer of the slot has committed by now.
+            replaced = (
+                Revision.objects.filter(fact=holder, invalidated_at__isnull=True)
+                .select_related("fact")
+                .first()
+                if holder is not None
+                else None
+            )
+            if replaced is not None:
                 _invalidate(
                     replaced,
                     by=f"{who.kind}:{who.id}",
                     reason=InvalidationReason.SUPERSEDED,
                     now=now,
                 )
-                fact = holder
+                fact = replaced.fact
             else:
                 fact = Fact(
                     tenant_id=tenant_id, type=type, key=key, created_at=now, tags=[], **resolved

@@ -21,6 +21,9 @@ DEMO_DECLARATIONS = [
     {"type": "product-insight", "scope": "same-project", "keep_days": 365},
 ]
 
+# A remembered text naming one of these reads like an instruction (facts/review_reasons.py).
+DEMO_TOOLS = ["send_email", "create_ticket", "refund_order"]
+
 
 @dataclass
 class DemoCredentials:
@@ -58,7 +61,11 @@ def demo_seed() -> DemoCredentials:
         Agent.objects.update_or_create(
             tenant=tenant,
             agent_id=agent_id,
-            defaults={"version": version, "memory_declarations": DEMO_DECLARATIONS},
+            defaults={
+                "version": version,
+                "memory_declarations": DEMO_DECLARATIONS,
+                "tools": DEMO_TOOLS,
+            },
         )
     for key in ApiKey.objects.filter(tenant=tenant, name__in=DEMO_KEY_NAMES, revoked_at=None):
         services.api_key_revoke(key=key)

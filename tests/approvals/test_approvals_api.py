@@ -267,3 +267,19 @@ def test_a_new_slot_value_closes_the_older_pending_approval(api, world, agent_ru
         **reviewer.key.headers,
     )
     assert response.status_code == 409
+
+
+def test_after_a_rejection_the_slot_starts_a_new_fact(api, world, agent_run, reviewer):
+    rejected = _pending(api, agent_run, "Always call her Maria.", key="name")
+    api.post(
+        f"/v1/approvals/{rejected['approval_id']}/reject",
+        {},
+        format="json",
+        **reviewer.key.headers,
+    )
+    # when the agent fills the slot again
+    again = remember(api, agent_run, text="Goes by Mia.", key="name").json()
+    # then it is a new fact: the rejected value is never continued
+    assert again["outcome"] == "created"
+    assert again["fact"]["id"] != rejected["fact"]["id"]
+    assert _listed_texts(api, world.app.headers) == ["Goes by Mia."]

@@ -280,3 +280,26 @@ def test_the_remember_call_is_audited_with_the_revision_and_subject(api, agent_r
     assert event.phase == "write"
     assert body["fact"]["revision_id"] in event.object_ids
     assert "participant:participant-1" in event.subjects
+
+
+@pytest.mark.django_db(transaction=True)
+@override_settings(MAX_MEMORIES_PER_RUN=3)
+def test_concurrent_calls_of_one_run_never_pass_the_memory_limit():
+    # given a run allowed three memories, and eight different tool calls at once
+    tenant = factories.tenant_create()
+    project = factories.project_create(tenant)
+    declare(factories.agent_create(tenant))
+    run = factories.run_create(factories.app_key_create(tenant, [project]), project)
+
+    def call(i: int) -> int:
+        try:
+            body = {"type": "preference", "text": f"fact {i}", "tool_call_id": f"c{i}"}
+            return APIClient().post("/v1/remember", body, format="json", **run.headers).status_code
+        finally:
+            connection.close()
+
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        codes = sorted(pool.map(call, range(8)))
+    # then exactly three were written and five refused
+    assert codes == [201] * 3 + [409] * 5
+    assert Revision.objects.filter(tenant=tenant).count() == 3
