@@ -3,8 +3,10 @@ the errors that write nothing."""
 
 from __future__ import annotations
 
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
+from unittest import mock
 
 import pytest
 from django.db import connection
@@ -13,10 +15,15 @@ from django.utils import timezone
 from rest_framework.test import APIClient
 
 from approvals.models import Approval, ApprovalStatus
+from facts import remember as remember_module
 from facts.models import Fact, Revision
 from kindmem.models import ErasureHold
 from tests import factories
 from tests.approvals.conftest import declare, remember
+
+# The database cache's throttle counter is a row each call of a credential updates inside its
+# transaction, which queues the calls one behind the other; with Redis (or this) they race.
+RACING_CACHE = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
 
 
 def _facts_seen_by(api, headers, **params):
@@ -152,31 +159,52 @@ def test_the_same_tool_call_again_replays_the_first_answer(api, agent_run):
 
 
 @pytest.mark.django_db(transaction=True)
+@override_settings(CACHES=RACING_CACHE)
 def test_twenty_concurrent_identical_calls_write_one_revision_and_agree():
-    # given a run, and twenty clients sending the same tool call at once
+    # given a run, and twenty clients sending the same tool call at once, each held after its
+    # replay check until all twenty have looked (so none can see another's write: only the
+    # unique constraint can stop the duplicates)
     tenant = factories.tenant_create()
     project = factories.project_create(tenant)
     declare(factories.agent_create(tenant))
     run = factories.run_create(factories.app_key_create(tenant, [project]), project)
     body = {"type": "preference", "text": "Never call after 8pm.", "tool_call_id": "same"}
+    all_looked = threading.Barrier(20, timeout=30)
+    local = threading.local()
+    replay_lookups = []
+    real_replay = remember_module._replay
+
+    def replay_after_everyone_looked(*args, **kwargs):
+        found = real_replay(*args, **kwargs)
+        replay_lookups.append(found is not None)
+        if not getattr(local, "looked", False):
+            local.looked = True
+            all_looked.wait()
+        return found
 
     def call(_: int) -> tuple[int, dict]:
+        local.looked = False
         try:
             response = APIClient().post("/v1/remember", body, format="json", **run.headers)
             return response.status_code, response.json()
         finally:
             connection.close()
 
-    with ThreadPoolExecutor(max_workers=20) as pool:
+    with (
+        mock.patch.object(remember_module, "_replay", replay_after_everyone_looked),
+        ThreadPoolExecutor(max_workers=20) as pool,
+    ):
         answers = list(pool.map(call, range(20)))
     # then exactly one revision and one approval exist, and every answer names them
     assert Revision.objects.filter(tenant=tenant).count() == 1
     assert Approval.objects.filter(tenant=tenant).count() == 1
     assert sorted(code for code, _ in answers) == [200] * 19 + [201]
     assert sorted(a["outcome"] for _, a in answers) == ["created"] + ["replayed"] * 19
-    facts = {(a["fact"]["revision_id"], a["approval_id"]) for _, a in answers}
-    assert len(facts) == 1
+    assert len({(a["fact"]["revision_id"], a["approval_id"]) for _, a in answers}) == 1
     assert len({str(a["fact"]) for _, a in answers}) == 1
+    # and the nineteen duplicates were stopped by the constraint, not by the first lookup
+    assert replay_lookups[:20] == [False] * 20
+    assert replay_lookups[20:] == [True] * 19
 
 
 @pytest.mark.parametrize(
@@ -283,7 +311,7 @@ def test_the_remember_call_is_audited_with_the_revision_and_subject(api, agent_r
 
 
 @pytest.mark.django_db(transaction=True)
-@override_settings(MAX_MEMORIES_PER_RUN=3)
+@override_settings(MAX_MEMORIES_PER_RUN=3, CACHES=RACING_CACHE)
 def test_concurrent_calls_of_one_run_never_pass_the_memory_limit():
     # given a run allowed three memories, and eight different tool calls at once
     tenant = factories.tenant_create()
