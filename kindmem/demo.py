@@ -72,7 +72,7 @@ def demo_seed() -> DemoCredentials:
     admin_key, creds.keys["admin"] = services.api_key_create(
         tenant=tenant, kind=PrincipalKind.ADMIN, name="demo admin key"
     )
-    _, creds.keys["app"] = services.api_key_create(
+    app_key, creds.keys["app"] = services.api_key_create(
         tenant=tenant, kind=PrincipalKind.APP, name="demo app key", projects=[project]
     )
     from facts.demo import demo_facts_seed  # facts builds on kindmem, not the other way round
@@ -81,4 +81,7 @@ def demo_seed() -> DemoCredentials:
         principal=Principal(kind=PrincipalKind.ADMIN, tenant_id=tenant.id, api_key=admin_key),
         project=project,
     )
+    from approvals.demo import demo_approvals_seed
+
+    demo_approvals_seed(app_key=app_key, project=project)
     return creds

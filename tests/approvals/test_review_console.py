@@ -151,3 +151,13 @@ def test_staff_without_the_reviewer_role_cannot_decide(api, world, agent_run):
     client.force_login(staff)
     assert client.post(f"{QUEUE}{mine}/decide/", {"decision": "approve"}).status_code in {403, 404}
     assert Approval.objects.get(pk=mine).status == ApprovalStatus.PENDING
+
+
+def test_the_demo_tenant_has_memories_waiting_for_its_reviewer_once(db):
+    from kindmem.demo import demo_seed
+
+    demo_seed()
+    creds = demo_seed()
+    pending = Approval.objects.filter(tenant=creds.tenant, status=ApprovalStatus.PENDING)
+    assert pending.count() == 4
+    assert sorted({r for a in pending for r in a.reasons}) == ["instruction-like", "wide-scope"]
