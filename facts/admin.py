@@ -20,7 +20,15 @@ from facts.models import (
 
 
 class ReadOnlyAdmin(admin.ModelAdmin):
-    """Immutable rows: shown, never added, edited or deleted from the console."""
+    """Immutable rows: shown, never added, edited or deleted from the console. Staff see their
+    own tenant's rows; a platform superuser without a tenant sees all."""
+
+    def get_queryset(self, request: HttpRequest) -> Any:
+        qs = super().get_queryset(request)
+        tenant_id = getattr(request.user, "tenant_id", None)
+        if tenant_id is not None:
+            return qs.filter(tenant_id=tenant_id)
+        return qs if getattr(request.user, "is_superuser", False) else qs.none()
 
     def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
@@ -44,10 +52,13 @@ class RevisionTimeline(admin.TabularInline):
         "version",
         "content",
         "trust",
+        "verified_by",
         "attributed_kind",
         "attributed_id",
+        "attributed_agent_version",
         "created_at",
         "invalidated_at",
+        "invalidated_by",
         "invalidation_reason",
         "review",
         "expires_at",

@@ -460,11 +460,13 @@ def _cap_cull(fact: Fact, max_records: int, *, by: str, now: datetime) -> list[R
     return evicted
 
 
-def _lock_current(principal: Principal, fact_id: uuid.UUID | str) -> tuple[Fact, Revision]:
+def _lock_current(
+    principal: Principal, fact_id: uuid.UUID | str, readers: Readers | None = None
+) -> tuple[Fact, Revision]:
     """The fact, row-locked, and its current readable revision; `fact-not-found` when the
     caller may not read it (indistinguishable from a missing fact). Concurrent writers of one
     fact queue on the lock, so each sees the revision the one before it wrote."""
-    readers = readers_for(principal)
+    readers = readers or readers_for(principal)
     try:
         ident = uuid.UUID(str(fact_id))
     except ValueError:
@@ -575,14 +577,21 @@ def can_verify(principal: Principal) -> bool:
 
 @transaction.atomic
 def fact_verify(
-    *, principal: Principal, fact_id: uuid.UUID | str, expected_version: int | None = None
+    *,
+    principal: Principal,
+    fact_id: uuid.UUID | str,
+    expected_version: int | None = None,
+    readers: Readers | None = None,
 ) -> WriteResult:
     """Write the next revision with `trust: verified`, `verified_by` and `verified_at`: same
     content, validity and subjects. It lifts an unverified expiry window: a verified fact
-    expires only at its `keep_until`. Verifying a verified fact changes nothing."""
+    expires only at its `keep_until`. Verifying a verified fact changes nothing.
+
+    `readers` widens what the verifier may reach: a reviewer deciding the tenant's review queue
+    (approvals) verifies facts of people whose facts their own key could not list."""
     if not can_verify(principal):
         raise Forbidden("Only a tenant admin or a Kindgi user may verify a fact.")
-    fact, current = _lock_current(principal, fact_id)
+    fact, current = _lock_current(principal, fact_id, readers)
     _check_expected(current, expected_version)
     subjects = _subjects_of(current)
     assert_not_held(principal.tenant_id, _persons(fact, subjects))

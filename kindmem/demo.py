@@ -21,6 +21,9 @@ DEMO_DECLARATIONS = [
     {"type": "product-insight", "scope": "same-project", "keep_days": 365},
 ]
 
+# A remembered text naming one of these reads like an instruction (facts/review_reasons.py).
+DEMO_TOOLS = ["send_email", "create_ticket", "refund_order"]
+
 
 @dataclass
 class DemoCredentials:
@@ -58,14 +61,18 @@ def demo_seed() -> DemoCredentials:
         Agent.objects.update_or_create(
             tenant=tenant,
             agent_id=agent_id,
-            defaults={"version": version, "memory_declarations": DEMO_DECLARATIONS},
+            defaults={
+                "version": version,
+                "memory_declarations": DEMO_DECLARATIONS,
+                "tools": DEMO_TOOLS,
+            },
         )
     for key in ApiKey.objects.filter(tenant=tenant, name__in=DEMO_KEY_NAMES, revoked_at=None):
         services.api_key_revoke(key=key)
     admin_key, creds.keys["admin"] = services.api_key_create(
         tenant=tenant, kind=PrincipalKind.ADMIN, name="demo admin key"
     )
-    _, creds.keys["app"] = services.api_key_create(
+    app_key, creds.keys["app"] = services.api_key_create(
         tenant=tenant, kind=PrincipalKind.APP, name="demo app key", projects=[project]
     )
     from facts.demo import demo_facts_seed  # facts builds on kindmem, not the other way round
@@ -74,4 +81,7 @@ def demo_seed() -> DemoCredentials:
         principal=Principal(kind=PrincipalKind.ADMIN, tenant_id=tenant.id, api_key=admin_key),
         project=project,
     )
+    from approvals.demo import demo_approvals_seed
+
+    demo_approvals_seed(app_key=app_key, project=project)
     return creds

@@ -78,6 +78,15 @@ class ErasureInProgress(KindmemError):
     default_message = "An erasure for this person is in progress; nothing new lands until it ends."
 
 
+class MemoryLimitReached(KindmemError):
+    """A run wrote as many memories as it may (KINDMEM_MAX_MEMORIES_PER_RUN). 409, not 429:
+    waiting does not help, only a new run does."""
+
+    code = "memory-limit-reached"
+    status_code = status.HTTP_409_CONFLICT
+    default_message = "This run has written as many memories as one run may."
+
+
 class EmbeddingUnavailable(KindmemError):
     code = "embedding-unavailable"
     status_code = status.HTTP_503_SERVICE_UNAVAILABLE

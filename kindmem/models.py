@@ -9,6 +9,8 @@ from django.db import models
 from django.db.models import Q
 from django.utils import timezone
 
+from kindmem.declarations import validate_memory_declarations, validate_tools
+
 
 class Tenant(models.Model):
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
@@ -67,9 +69,22 @@ class Agent(models.Model):
     agent_id = models.SlugField(max_length=100, help_text="The agent's own id, e.g. 'support-bot'.")
     version = models.CharField(max_length=50, default="1")
     name = models.CharField(max_length=200, blank=True)
-    # The fact types it may remember, each with the scope it lands in and keep_days. Shape
-    # and validation come with the `remember` tool.
-    memory_declarations = models.JSONField(default=list, blank=True)
+    # The fact types it may remember, each with the scope it lands in and keep_days
+    # (kindmem/declarations.py says what a valid list is).
+    memory_declarations = models.JSONField(
+        default=list,
+        blank=True,
+        validators=[validate_memory_declarations],
+        help_text='e.g. [{"type": "preference", "scope": "participant", "keep_days": 90}]; '
+        "scope is one of participant, user, thread, same-project, tenant.",
+    )
+    # The names of its tools: a remembered text naming one reads like an instruction.
+    tools = models.JSONField(
+        default=list,
+        blank=True,
+        validators=[validate_tools],
+        help_text='e.g. ["send_email", "refund_order"]',
+    )
 
     class Meta:
         constraints = [
@@ -78,6 +93,11 @@ class Agent(models.Model):
 
     def __str__(self) -> str:
         return f"{self.agent_id}@{self.version}"
+
+    def clean(self) -> None:
+        super().clean()
+        validate_memory_declarations(self.memory_declarations)
+        validate_tools(self.tools)
 
 
 class PrincipalKind(models.TextChoices):

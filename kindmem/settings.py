@@ -223,6 +223,10 @@ FACTS_PURGE_DELAY_DAYS = env_int("KINDMEM_FACTS_PURGE_DELAY_DAYS", 30)
 # Credentials
 RUN_TOKEN_TTL_SECONDS = env_int("KINDMEM_RUN_TOKEN_TTL_SECONDS", 3600)
 
+# remember (facts/remember.py): how many memories one run may write, and how long one may be.
+MAX_MEMORIES_PER_RUN = env_int("KINDMEM_MAX_MEMORIES_PER_RUN", 50)
+REMEMBER_MAX_CHARS = env_int("KINDMEM_REMEMBER_MAX_CHARS", 2000)
+
 # Run log: the largest payload one entry may carry, in bytes of canonical JSON.
 RUNLOG_MAX_PAYLOAD_BYTES = env_int("KINDMEM_RUNLOG_MAX_PAYLOAD_BYTES", 65_536)
 

@@ -1,0 +1,347 @@
+"""The review console: the queue of memories waiting for a person, cleared from one page.
+
+Each row shows the text (escaped, the words that made it wait marked), why it waits, the agent
+and version, the run, the scope and subject, and how long it has waited, with approve,
+approve-and-verify and reject (with a note) buttons; the same three are bulk actions. Staff
+see their own tenant's approvals only; deciding needs the `decide_approval` permission (the
+`reviewer` group has it, and nothing that changes retention or credentials).
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from django import forms
+from django.contrib import admin, messages
+from django.contrib.admin.helpers import ActionForm
+from django.db.models import QuerySet
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
+from django.urls import path, reverse
+from django.utils import timezone
+from django.utils.html import format_html, format_html_join
+from django.utils.timesince import timesince
+from django.views.decorators.http import require_POST
+
+from approvals.highlight import highlight
+from approvals.models import Approval, ApprovalStatus
+from approvals.services import Decision, approval_decide, console_principal
+from facts.review_reasons import REASONS
+from kindmem.errors import KindmemError
+
+admin.site.index_template = "admin/approvals/index.html"
+
+
+def tenant_approvals(request: HttpRequest) -> QuerySet[Approval]:
+    """The approvals a console user may see: their tenant's; all for a platform superuser
+    without a tenant; none for anyone else."""
+    user = request.user
+    qs = Approval.objects.all()
+    tenant_id = getattr(user, "tenant_id", None)
+    if tenant_id is not None:
+        return qs.filter(tenant_id=tenant_id)
+    return qs if getattr(user, "is_superuser", False) else qs.none()
+
+
+class NoteActionForm(ActionForm):
+    note = forms.CharField(
+        required=False,
+        max_length=2000,
+        label="Note",
+        widget=forms.TextInput(attrs={"placeholder": "note (for reject)", "size": 30}),
+    )
+
+
+class ReasonFilter(admin.SimpleListFilter):
+    title = "reason"
+    parameter_name = "reason"
+
+    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
+        return [(r, r) for r in REASONS]
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet[Approval]) -> QuerySet[Approval]:
+        if self.value() in REASONS:
+            return queryset.filter(reasons__contains=[self.value()])
+        return queryset
+
+
+class StatusFilter(admin.SimpleListFilter):
+    """Pending by default: the queue is what a reviewer opens the page for."""
+
+    title = "status"
+    parameter_name = "status"
+
+    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
+        return [*ApprovalStatus.choices, ("all", "all")]
+
+    def choices(self, changelist: Any) -> Any:
+        for value, label in self.lookup_choices:
+            yield {
+                "selected": (self.value() or ApprovalStatus.PENDING) == value,
+                "query_string": changelist.get_query_string({self.parameter_name: value}),
+                "display": label,
+            }
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet[Approval]) -> QuerySet[Approval]:
+        value = self.value() or ApprovalStatus.PENDING
+        if value == "all":
+            return queryset
+        if value in ApprovalStatus.values:
+            return queryset.filter(status=value)
+        return queryset.none()
+
+
+class TenantRelatedFilter(admin.RelatedFieldListFilter):
+    """Agent and project choices from the user's own tenant only."""
+
+    def field_choices(self, field: Any, request: HttpRequest, model_admin: Any) -> Any:
+        related = field.related_model.objects.all()
+        tenant_id = getattr(request.user, "tenant_id", None)
+        if tenant_id is not None:
+            related = related.filter(tenant_id=tenant_id)
+        elif not getattr(request.user, "is_superuser", False):
+            related = related.none()
+        return [(obj.pk, str(obj)) for obj in related.order_by("pk")]
+
+
+@admin.register(Approval)
+class ApprovalAdmin(admin.ModelAdmin):
+    list_display = [
+        "memory",
+        "reason_list",
+        "waiting",
+        "agent_and_version",
+        "run_link",
+        "scope_and_subject",
+        "status",
+        "decide",
+    ]
+    list_filter = [
+        StatusFilter,
+        ReasonFilter,
+        ("agent", TenantRelatedFilter),
+        ("project", TenantRelatedFilter),
+    ]
+    search_fields = ["=id", "=revision__fact__id", "=revision__subjects__subject_id"]
+    list_select_related = [
+        "revision__fact__project",
+        "revision__fact__user",
+        "agent",
+        "project",
+        "run",
+    ]
+    list_display_links = ["waiting"]
+    ordering = ["created_at", "id"]
+    list_per_page = 50
+    actions = ["approve_selected", "verify_selected", "reject_selected"]
+    action_form = NoteActionForm
+    readonly_fields = [
+        "memory",
+        "reason_list",
+        "status",
+        "agent_and_version",
+        "run_link",
+        "scope_and_subject",
+        "fact_link",
+        "created_at",
+        "decided_at",
+        "decided_by",
+        "note",
+    ]
+    fields = readonly_fields
+
+    # --- who sees and does what --------------------------------------------------------
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Approval]:
+        return (
+            tenant_approvals(request)
+            .select_related(
+                "revision__fact__project", "revision__fact__user", "agent", "project", "run"
+            )
+            .prefetch_related("revision__subjects")
+        )
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_decide_permission(self, request: HttpRequest) -> bool:
+        return request.user.has_perm("approvals.decide_approval")
+
+    # --- columns ---------------------------------------------------------------------
+
+    @admin.display(description="memory")
+    def memory(self, obj: Approval) -> str:
+        return format_html(
+            '<div class="review-text" data-approval="{}">{}</div><small>{} · {}</small>',
+            obj.id,
+            highlight(obj.text, obj.findings),
+            obj.revision.fact.type,
+            format_html(
+                '<a href="{}">fact v{}</a>',
+                reverse("admin:facts_fact_change", args=[obj.revision.fact_id]),
+                obj.revision.version,
+            ),
+        )
+
+    @admin.display(description="reasons")
+    def reason_list(self, obj: Approval) -> str:
+        return format_html_join(
+            " ", '<span class="review-reason">{}</span>', ((r,) for r in obj.reasons)
+        )
+
+    @admin.display(description="waiting", ordering="created_at")
+    def waiting(self, obj: Approval) -> str:
+        end = obj.decided_at or timezone.now()
+        return timesince(obj.created_at, end)
+
+    @admin.display(description="agent")
+    def agent_and_version(self, obj: Approval) -> str:
+        version = obj.agent_version or obj.revision.attributed_agent_version
+        return f"{obj.revision.attributed_id}@{version}"
+
+    @admin.display(description="run")
+    def run_link(self, obj: Approval) -> str:
+        # Plain text: the run pages are not the reviewer's (the role sees no credentials).
+        revision = obj.revision
+        return format_html(
+            '<span title="{}">{}</span><br><small>step {} · tool call {}</small>',
+            obj.run_id or "-",
+            str(obj.run_id or "-")[:8],
+            revision.generated_by_step_id or "-",
+            revision.generated_by_tool_call_id or "-",
+        )
+
+    @admin.display(description="scope · subject")
+    def scope_and_subject(self, obj: Approval) -> str:
+        fact = obj.revision.fact
+        where = [
+            f"{label} {value}"
+            for label, value in (
+                ("participant", fact.participant_id),
+                ("thread", fact.thread_id),
+                ("user", fact.user.username if fact.user else None),
+                ("project", fact.project.name if fact.project else None),
+            )
+            if value
+        ]
+        subjects = ", ".join(f"{s.kind}:{s.subject_id}" for s in obj.revision.subjects.all())
+        return format_html(
+            '<span title="{}">{}</span><br><small>about {}</small>',
+            ", ".join(f"{k}={v}" for k, v in fact.scope.items()),
+            " · ".join(where) or "tenant-wide",
+            subjects or "no one",
+        )
+
+    @admin.display(description="fact")
+    def fact_link(self, obj: Approval) -> str:
+        return format_html(
+            '<a href="{}">{}</a>',
+            reverse("admin:facts_fact_change", args=[obj.revision.fact_id]),
+            obj.revision.fact_id,
+        )
+
+    @admin.display(description="decide")
+    def decide(self, obj: Approval) -> str:
+        if obj.status != ApprovalStatus.PENDING:
+            return format_html(
+                "{} by {}<br><small>{}</small>", obj.status, obj.decided_by, obj.note
+            )
+        # Buttons of the changelist's own form (which carries the CSRF token), sent to this
+        # row's decide URL.
+        url = reverse("admin:approvals_approval_decide", args=[obj.id])
+        return format_html(
+            '<div class="review-decide">'
+            '<button type="submit" class="button" formaction="{}" name="decision" '
+            'value="approve" data-action="approve">Approve</button> '
+            '<button type="submit" class="button" formaction="{}" name="decision" '
+            'value="verify" data-action="verify">Approve &amp; verify</button><br>'
+            '<input type="text" name="note-{}" placeholder="note" maxlength="2000" size="18"> '
+            '<button type="submit" class="button" formaction="{}" name="decision" '
+            'value="reject" data-action="reject">Reject</button></div>',
+            url,
+            url,
+            obj.id,
+            url,
+        )
+
+    # --- deciding --------------------------------------------------------------------
+
+    def get_urls(self) -> list[Any]:
+        return [
+            path(
+                "<uuid:approval_id>/decide/",
+                self.admin_site.admin_view(require_POST(self.decide_view)),
+                name="approvals_approval_decide",
+            ),
+            *super().get_urls(),
+        ]
+
+    def _decide(
+        self, request: HttpRequest, approval: Approval, decision: str, note: str = ""
+    ) -> bool:
+        try:
+            approval_decide(
+                approval=approval,
+                decision=Decision.REJECT if decision == "reject" else Decision.APPROVE,
+                verify=decision == "verify",
+                reviewer=console_principal(request.user, approval.tenant_id),
+                note=note,
+            )
+        except KindmemError as exc:
+            self.message_user(request, f"{approval.id}: {exc.message}", messages.ERROR)
+            return False
+        return True
+
+    def decide_view(self, request: HttpRequest, approval_id: uuid.UUID) -> HttpResponse:
+        if not self.has_decide_permission(request):
+            raise Http404
+        approval = self.get_queryset(request).filter(pk=approval_id).first()
+        if approval is None:
+            raise Http404
+        decision = request.POST.get("decision", "")
+        if decision not in {"approve", "verify", "reject"}:
+            self.message_user(request, "Choose approve, verify or reject.", messages.ERROR)
+        else:
+            note = request.POST.get(f"note-{approval.id}", "")[:2000]
+            if self._decide(request, approval, decision, note):
+                done = {"approve": "Approved", "verify": "Approved and verified"}
+                self.message_user(
+                    request,
+                    f"{done.get(decision, 'Rejected')}: {approval.text[:80]}",
+                    messages.SUCCESS,
+                )
+        back = reverse("admin:approvals_approval_changelist")
+        referer = request.META.get("HTTP_REFERER", "")
+        if referer and request.get_host() in referer and back in referer:
+            back = referer
+        return HttpResponseRedirect(back)
+
+    def _bulk(self, request: HttpRequest, queryset: QuerySet[Approval], decision: str) -> None:
+        note = request.POST.get("note", "")[:2000]
+        pending = queryset.filter(status=ApprovalStatus.PENDING).order_by("pk")
+        done = sum(self._decide(request, approval, decision, note) for approval in pending)
+        skipped = queryset.count() - done
+        level = messages.SUCCESS if done else messages.WARNING
+        self.message_user(
+            request, f"{decision}: {done} decided, {skipped} skipped (not pending).", level
+        )
+
+    @admin.action(description="Approve the selected memories", permissions=["decide"])
+    def approve_selected(self, request: HttpRequest, queryset: QuerySet[Approval]) -> None:
+        self._bulk(request, queryset, "approve")
+
+    @admin.action(description="Approve and verify the selected memories", permissions=["decide"])
+    def verify_selected(self, request: HttpRequest, queryset: QuerySet[Approval]) -> None:
+        self._bulk(request, queryset, "verify")
+
+    @admin.action(
+        description="Reject the selected memories (with the note)", permissions=["decide"]
+    )
+    def reject_selected(self, request: HttpRequest, queryset: QuerySet[Approval]) -> None:
+        self._bulk(request, queryset, "reject")

@@ -1,0 +1,115 @@
+"""The review queue: one Approval per remembered revision that must wait for a person.
+
+A revision with `review: pending` is invisible to every read until its approval is decided.
+The approval records why it waits (the reasons, and the spans of the text that fired them, so
+the console can mark the words), and who decided what, when, and with what note.
+"""
+
+from __future__ import annotations
+
+import uuid
+
+from django.contrib.postgres.fields import ArrayField
+from django.db import models
+from django.db.models import Q
+from django.utils import timezone
+
+from facts.models import Revision
+from facts.review_reasons import REASONS
+from kindmem.models import Agent, Project, Run, Tenant, User
+
+
+class ApprovalStatus(models.TextChoices):
+    PENDING = "pending", "waiting for a reviewer"
+    APPROVED = "approved", "approved: readable, still unverified"
+    REJECTED = "rejected", "rejected: never readable"
+    VERIFIED = "verified", "approved and verified"
+    # Not a decision: the agent wrote a new value for the slot before anyone decided, and
+    # that new revision is reviewed on its own.
+    SUPERSEDED = "superseded", "replaced by the agent before a decision"
+
+
+DECIDED = (ApprovalStatus.APPROVED, ApprovalStatus.REJECTED, ApprovalStatus.VERIFIED)
+
+
+class ApprovalQuerySet(models.QuerySet["Approval"]):
+    def of_tenant(self, tenant_id: uuid.UUID | str) -> ApprovalQuerySet:
+        return self.filter(tenant_id=tenant_id)
+
+    def pending(self) -> ApprovalQuerySet:
+        return self.filter(status=ApprovalStatus.PENDING)
+
+    def queue(self) -> ApprovalQuerySet:
+        """What a reviewer works through: pending, oldest first, ready to render."""
+        return (
+            self.pending()
+            .select_related("revision__fact", "agent", "project", "run")
+            .prefetch_related("revision__subjects")
+            .order_by("created_at", "id")
+        )
+
+
+class Approval(models.Model):
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="+")
+    # One approval per revision: a replayed remember finds it, never opens a second.
+    revision = models.OneToOneField(Revision, on_delete=models.CASCADE, related_name="approval")
+    # Denormalized from the revision and its run, for the queue's filters without joins.
+    agent = models.ForeignKey(Agent, on_delete=models.SET_NULL, null=True, related_name="+")
+    agent_version = models.CharField(max_length=50, blank=True)
+    project = models.ForeignKey(Project, on_delete=models.SET_NULL, null=True, related_name="+")
+    run = models.ForeignKey(Run, on_delete=models.SET_NULL, null=True, related_name="+")
+    reasons = ArrayField(models.CharField(max_length=30))
+    # [{"reason", "rule", "start", "end", "match"}]: character offsets into the text.
+    findings = models.JSONField(default=list, blank=True)
+    status = models.CharField(
+        max_length=12, choices=ApprovalStatus.choices, default=ApprovalStatus.PENDING
+    )
+    created_at = models.DateTimeField(default=timezone.now)
+    decided_at = models.DateTimeField(null=True, blank=True)
+    # "user:<id>" or "admin:<key id>", like the facts' attribution; the user when a person.
+    decided_by = models.CharField(max_length=200, blank=True)
+    decided_by_user = models.ForeignKey(
+        User, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    note = models.TextField(blank=True, max_length=2000)
+    verified_revision = models.ForeignKey(
+        Revision, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+
+    objects = ApprovalQuerySet.as_manager()
+
+    class Meta:
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(status__in=ApprovalStatus.values), name="approval_status_valid"
+            ),
+            models.CheckConstraint(
+                condition=Q(reasons__contained_by=list(REASONS)) & ~Q(reasons=[]),
+                name="approval_reasons_known",
+            ),
+            models.CheckConstraint(
+                condition=Q(status=ApprovalStatus.PENDING, decided_at__isnull=True)
+                | (~Q(status=ApprovalStatus.PENDING) & Q(decided_at__isnull=False)),
+                name="approval_decided_has_time",
+            ),
+        ]
+        indexes = [
+            # the review queue: a tenant's pending approvals, oldest first
+            models.Index(
+                fields=["tenant", "created_at"],
+                condition=Q(status="pending"),
+                name="approval_queue",
+            ),
+        ]
+        permissions = [("decide_approval", "Can approve, reject and verify pending memories")]
+
+    def __str__(self) -> str:
+        return f"approval {self.id} ({self.status})"
+
+    @property
+    def text(self) -> str:
+        content = self.revision.content
+        if isinstance(content, dict) and isinstance(content.get("text"), str):
+            return content["text"]
+        return str(content)

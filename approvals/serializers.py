@@ -1,0 +1,122 @@
+"""Input and output of the remember and approvals endpoints. Validate and render only."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import uuid
+from datetime import datetime
+from typing import Any
+
+from django.utils.dateparse import parse_datetime
+from rest_framework import serializers
+
+from approvals.models import Approval, ApprovalStatus
+from facts.review_reasons import REASONS
+from facts.serializers import FactOutput, PatternField, StrictSerializer, TextField
+
+# A hard cap before the service's own limit (KINDMEM_REMEMBER_MAX_CHARS) answers clearly.
+MAX_TEXT_INPUT = 100_000
+MAX_LIST_LIMIT = 200
+
+
+class RememberInput(StrictSerializer):
+    type = PatternField(r"^[A-Za-z0-9][A-Za-z0-9_.:-]*$", max_length=100)
+    text = TextField(allow_blank=True, trim_whitespace=False, max_length=MAX_TEXT_INPUT)
+    key = TextField(required=False, allow_null=True, max_length=200, min_length=1)
+    valid_until = serializers.DateTimeField(required=False, allow_null=True)
+    step_id = TextField(required=False, allow_null=True, max_length=200, min_length=1)
+    tool_call_id = TextField(max_length=200, min_length=1)
+
+
+class ReviewOutput(serializers.Serializer):
+    reasons = serializers.ListField(child=serializers.ChoiceField(choices=REASONS))
+
+
+class RememberOutput(serializers.Serializer):
+    """The seed's RememberFactResult, snake_case."""
+
+    outcome = serializers.ChoiceField(choices=["created", "superseded", "replayed"])
+    fact = FactOutput()
+    approval_id = serializers.UUIDField(allow_null=True)
+    review = ReviewOutput(allow_null=True)
+
+
+def cursor_encode(approval: Approval) -> str:
+    raw = f"{approval.created_at.isoformat()}|{approval.id}"
+    return base64.urlsafe_b64encode(raw.encode()).decode()
+
+
+class ApprovalListInput(StrictSerializer):
+    status = serializers.ChoiceField(
+        choices=ApprovalStatus.choices, required=False, default=ApprovalStatus.PENDING
+    )
+    reason = serializers.ChoiceField(choices=REASONS, required=False)
+    limit = serializers.IntegerField(required=False, min_value=1, max_value=MAX_LIST_LIMIT)
+    cursor = TextField(required=False, max_length=200)
+
+    def validate_cursor(self, value: str) -> tuple[datetime, uuid.UUID]:
+        try:
+            created, _, ident = base64.urlsafe_b64decode(value.encode()).decode().partition("|")
+            at = parse_datetime(created)
+            if at is None:
+                raise ValueError(value)
+            return at, uuid.UUID(ident)
+        except (ValueError, binascii.Error, UnicodeDecodeError):
+            raise serializers.ValidationError("Not a cursor this API returned.") from None
+
+
+class DecisionInput(StrictSerializer):
+    note = TextField(required=False, allow_blank=True, max_length=2000, default="")
+
+
+class ApproveInput(DecisionInput):
+    verify = serializers.BooleanField(required=False, default=False)
+
+
+class FindingOutput(serializers.Serializer):
+    reason = serializers.CharField()
+    rule = serializers.CharField()
+    start = serializers.IntegerField()
+    end = serializers.IntegerField()
+    match = serializers.CharField()
+
+
+class ApprovalOutput(serializers.Serializer):
+    """Needs `revision__fact` selected and `revision__subjects` prefetched."""
+
+    id = serializers.UUIDField()
+    status = serializers.ChoiceField(choices=ApprovalStatus.choices)
+    reasons = serializers.ListField(child=serializers.CharField())
+    findings = FindingOutput(many=True)
+    agent_id = serializers.SerializerMethodField()
+    agent_version = serializers.CharField()
+    project_id = serializers.UUIDField(allow_null=True)
+    run_id = serializers.UUIDField(allow_null=True)
+    created_at = serializers.DateTimeField()
+    decided_at = serializers.DateTimeField(allow_null=True)
+    decided_by = serializers.CharField(allow_blank=True)
+    note = serializers.CharField(allow_blank=True)
+    fact = FactOutput(source="revision")
+    verified_revision_id = serializers.UUIDField(allow_null=True)
+
+    def get_agent_id(self, approval: Approval) -> str:
+        # the revision's attribution names the agent even when its row has gone
+        return approval.revision.attributed_id
+
+
+class ApprovalListOutput(serializers.Serializer):
+    approvals = ApprovalOutput(many=True)
+    next_cursor = serializers.CharField(allow_null=True)
+
+
+def remember_body(remembered: Any) -> dict[str, Any]:
+    approval = remembered.approval
+    return RememberOutput(
+        {
+            "outcome": remembered.result.outcome,
+            "fact": remembered.result.revision,
+            "approval_id": approval.id if approval else None,
+            "review": {"reasons": approval.reasons} if approval else None,
+        }
+    ).data

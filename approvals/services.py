@@ -1,0 +1,187 @@
+"""Writes of the review queue: the `remember` tool (which opens an approval when a memory must
+wait) and a reviewer's decision on one approval."""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from datetime import datetime
+
+from django.db import transaction
+from django.utils import timezone
+
+from approvals.models import Approval, ApprovalStatus
+from facts.remember import RememberResult, fact_remember, revision_approve, revision_reject
+from facts.services import fact_verify
+from kindmem.access import Principal, Readers
+from kindmem.errors import Conflict, Forbidden, NotFound, ValidationFailed
+
+REVIEWER_GROUP = "reviewer"
+
+
+class Decision:
+    APPROVE = "approve"
+    REJECT = "reject"
+    CHOICES = (APPROVE, REJECT)
+
+
+@dataclass(frozen=True)
+class Remembered:
+    result: RememberResult
+    approval: Approval | None
+
+
+@transaction.atomic
+def memory_remember(
+    *,
+    principal: Principal,
+    type: str,
+    text: str,
+    tool_call_id: str,
+    key: str | None = None,
+    valid_until: datetime | None = None,
+    step_id: str | None = None,
+) -> Remembered:
+    """The `remember` tool: write the memory (`facts.remember.fact_remember`) and, when it must
+    wait for a person, open its approval, in one transaction. A replay returns the approval
+    the first call opened. When the memory supersedes a slot value still waiting for review,
+    that older approval closes as `superseded` (the new value is reviewed on its own)."""
+    result = fact_remember(
+        principal=principal,
+        type=type,
+        text=text,
+        tool_call_id=tool_call_id,
+        key=key,
+        valid_until=valid_until,
+        step_id=step_id,
+    )
+    if result.outcome == "replayed":
+        return Remembered(result, Approval.objects.filter(revision=result.revision).first())
+    now = timezone.now()
+    if result.replaced is not None:
+        Approval.objects.filter(revision=result.replaced, status=ApprovalStatus.PENDING).update(
+            status=ApprovalStatus.SUPERSEDED,
+            decided_at=now,
+            decided_by=f"{result.revision.attributed_kind}:{result.revision.attributed_id}",
+        )
+    approval = None
+    if result.reasons:
+        run = principal.run
+        assert run is not None
+        approval = Approval.objects.create(
+            tenant_id=principal.tenant_id,
+            revision=result.revision,
+            agent_id=run.agent_id,
+            agent_version=run.agent_version,
+            project_id=run.project_id,
+            run=run,
+            reasons=result.reasons,
+            findings=[f.as_json() for f in result.findings],
+            created_at=now,
+        )
+    return Remembered(result, approval)
+
+
+def is_reviewer(principal: Principal) -> bool:
+    """A tenant admin key, or a Kindgi user in the `reviewer` group (or a superuser)."""
+    if principal.kind == "admin":
+        return True
+    user = principal.user
+    if principal.kind != "user" or user is None or not user.is_active:
+        return False
+    return user.is_superuser or user.groups.filter(name=REVIEWER_GROUP).exists()
+
+
+def reviewer_label(principal: Principal) -> str:
+    if principal.kind == "user" and principal.user is not None:
+        return f"user:{principal.user.id}"
+    assert principal.api_key is not None
+    return f"{principal.kind}:{principal.api_key.id}"
+
+
+def approval_get(*, principal: Principal, approval_id: uuid.UUID | str) -> Approval:
+    """The tenant's approval, or `not-found` (another tenant's is indistinguishable)."""
+    try:
+        ident = uuid.UUID(str(approval_id))
+    except ValueError:
+        raise NotFound("No such approval.") from None
+    approval = (
+        Approval.objects.of_tenant(principal.tenant_id)
+        .select_related("revision__fact", "agent", "project", "run", "decided_by_user")
+        .filter(pk=ident)
+        .first()
+    )
+    if approval is None:
+        raise NotFound("No such approval.")
+    return approval
+
+
+@transaction.atomic
+def approval_decide(
+    *,
+    approval: Approval,
+    decision: str,
+    reviewer: Principal,
+    note: str = "",
+    verify: bool = False,
+) -> Approval:
+    """Decide a pending approval, once. The claim is a conditional UPDATE on `status =
+    'pending'`: 0 rows changed means someone decided first (`conflict`, 409).
+
+    approve: the revision becomes readable as it is (trust `unverified`). approve + verify:
+    also a new revision `trust: verified` by the reviewer (`fact_verify`), lifting the
+    unverified window. reject: the revision is invalidated (`deleted`, by the reviewer) and
+    never readable."""
+    if not is_reviewer(reviewer):
+        raise Forbidden("Only a reviewer or a tenant admin decides pending memories.")
+    if decision not in Decision.CHOICES:
+        raise ValidationFailed(details={"decision": [f"One of {', '.join(Decision.CHOICES)}."]})
+    if decision == Decision.REJECT and verify:
+        raise ValidationFailed(details={"verify": ["A rejected memory cannot be verified."]})
+    if approval.tenant_id != reviewer.tenant_id:
+        raise NotFound("No such approval.")
+    now = timezone.now()
+    by = reviewer_label(reviewer)
+    status = {
+        (Decision.APPROVE, False): ApprovalStatus.APPROVED,
+        (Decision.APPROVE, True): ApprovalStatus.VERIFIED,
+        (Decision.REJECT, False): ApprovalStatus.REJECTED,
+    }[(decision, verify)]
+    claimed = Approval.objects.filter(
+        pk=approval.pk, tenant_id=reviewer.tenant_id, status=ApprovalStatus.PENDING
+    ).update(
+        status=status,
+        decided_at=now,
+        decided_by=by,
+        decided_by_user=reviewer.user if reviewer.kind == "user" else None,
+        note=note,
+    )
+    if claimed != 1:
+        current = Approval.objects.filter(pk=approval.pk).values_list("status", flat=True).first()
+        raise Conflict(f"This memory was already decided ({current}).", details={"status": current})
+    if decision == Decision.REJECT:
+        revision_reject(tenant_id=reviewer.tenant_id, revision_id=approval.revision_id, by=by)
+    else:
+        revision = revision_approve(tenant_id=reviewer.tenant_id, revision_id=approval.revision_id)
+        if verify:
+            if revision.expires_at is not None and revision.expires_at <= now:
+                raise Conflict("This memory expired before it was verified; approve it instead.")
+            result = fact_verify(
+                principal=reviewer,
+                fact_id=revision.fact_id,
+                expected_version=revision.version,
+                # the queue is tenant-wide: a reviewer decides facts their own key cannot list
+                readers=Readers(all=True),
+            )
+            Approval.objects.filter(pk=approval.pk).update(verified_revision=result.revision)
+    return (
+        Approval.objects.select_related("revision__fact", "agent", "project", "run")
+        .prefetch_related("revision__subjects")
+        .get(pk=approval.pk)
+    )
+
+
+def console_principal(user: object, tenant_id: uuid.UUID) -> Principal:
+    """The principal a console session decides as: the staff user, in the approval's tenant
+    (the console has already limited the user to their own tenant's approvals)."""
+    return Principal(kind="user", tenant_id=tenant_id, user=user)  # type: ignore[arg-type]

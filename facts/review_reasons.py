@@ -1,0 +1,152 @@
+"""Why a remembered fact must wait for a person: the instruction-like detector.
+
+A memory is data about a person; a text that *instructs* the model (imperatives at the start
+of a sentence, "ignore previous instructions", a URL to fetch, one of the agent's tools, words
+aimed at the model such as "system prompt" or "you are") is how a conversation smuggles
+instructions into every later run. Such texts wait for a reviewer (`instruction-like`), as do
+texts with characters a reviewer could not see (`hidden-characters`: zero-width, bidi
+controls, Unicode tag characters), and memories whose scope reaches beyond one person
+(`wide-scope`, decided from the declaration, not here).
+
+The detector errs towards asking: a false positive costs a reviewer a click, a false negative
+lets an instruction through. Each finding records the rule and the span it matched, so the
+console can mark the words.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from dataclasses import dataclass
+from typing import Any
+
+WIDE_SCOPE = "wide-scope"
+INSTRUCTION_LIKE = "instruction-like"
+HIDDEN_CHARACTERS = "hidden-characters"
+REASONS = (WIDE_SCOPE, INSTRUCTION_LIKE, HIDDEN_CHARACTERS)
+
+
+@dataclass(frozen=True)
+class Finding:
+    reason: str
+    rule: str
+    start: int
+    end: int
+    match: str
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "reason": self.reason,
+            "rule": self.rule,
+            "start": self.start,
+            "end": self.end,
+            "match": self.match,
+        }
+
+
+# Verbs and words that begin an instruction when they begin a sentence or a line ("Always
+# answer in French"), but are ordinary in the middle of one ("She always orders tea").
+_IMPERATIVES = (
+    r"always|never|ignore|disregard|forget|do\s+not|don'?t|must|stop|override|pretend|"
+    r"act\s+as|respond|reply|answer|say|tell|send|call|visit|click|execute|"
+    r"remember\s+to|make\s+sure|be\s+sure|from\s+now\s+on|note\s+to\s+self"
+)
+_SENTENCE_START = r"(?:^|(?<=[.!?;:\n])|(?<=[.!?;:]\s)|(?<=\n\s)|(?<=^\s)|(?<=[-*•]\s))\s*"
+
+_RULES: list[tuple[str, re.Pattern[str]]] = [
+    ("imperative", re.compile(_SENTENCE_START + rf"\b(?:{_IMPERATIVES})\b", re.IGNORECASE)),
+    ("from-now-on", re.compile(r"\bfrom\s+now\s+on\b|\bgoing\s+forward\b", re.IGNORECASE)),
+    (
+        "override-instructions",
+        re.compile(
+            r"\b(?:ignore|disregard|forget|override|bypass)\b[^.!?\n]{0,40}?"
+            r"\b(?:instructions?|rules?|guidelines?|polic(?:y|ies)|prompts?|context)\b",
+            re.IGNORECASE,
+        ),
+    ),
+    (
+        "addresses-the-model",
+        re.compile(
+            r"\byou\s+(?:are|must|should|will|shall|have\s+to|need\s+to|may\s+not|can\s+now)\b"
+            r"|\byou'(?:re|ll)\b"
+            r"|\bsystem\s+prompt\b|\bsystem\s+message\b|\bdeveloper\s+(?:message|mode)\b"
+            r"|\b(?:prior|previous|above|earlier|original)\s+instructions?\b"
+            r"|\bas\s+an\s+(?:ai|assistant|llm|language\s+model)\b"
+            r"|\bjailbreak\w*\b|\bprompt\s+injection\b"
+            r"|(?:^|\n)\s*(?:system|assistant|user|developer)\s*:"
+            r"|<\|[a-z_]+\|>|\[/?INST\]|<<\s*SYS\s*>>",
+            re.IGNORECASE,
+        ),
+    ),
+    (
+        "url",
+        re.compile(
+            r"\b(?:https?|ftp|file|data|javascript)://[^\s<>\"']+|\bwww\.[^\s<>\"']+"
+            r"|\b(?:data|javascript):[^\s<>\"']+",
+            re.IGNORECASE,
+        ),
+    ),
+]
+
+# Characters a reviewer cannot see: zero-width and joiners, bidi embeddings/overrides/isolates
+# (the "Trojan Source" class), invisible operators, the BOM, and Unicode tag characters (which
+# can spell out a whole ASCII instruction invisibly).
+_HIDDEN = re.compile(
+    "[\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180e\u200b-\u200f\u202a-\u202e"
+    "\u2060-\u2064\u2066-\u206f\u3164\ufe00-\ufe0f\ufeff\uffa0\U000e0000-\U000e007f"
+    "\U000e0100-\U000e01ef]+"
+)
+
+
+def is_hidden(char: str) -> bool:
+    """Whether a reviewer could not see this character in a browser."""
+    return bool(_HIDDEN.fullmatch(char)) or (
+        char not in "\t\n\r" and unicodedata.category(char) == "Cc"
+    )
+
+
+def _controls(text: str) -> list[Finding]:
+    """C0/C1 control characters other than tab and newline: invisible in a browser."""
+    out = []
+    for index, char in enumerate(text):
+        if char not in "\t\n\r" and unicodedata.category(char) == "Cc":
+            out.append(Finding(HIDDEN_CHARACTERS, "control-character", index, index + 1, char))
+    return out
+
+
+def detect(text: str, *, tool_names: list[str] | tuple[str, ...] = ()) -> list[Finding]:
+    """Every finding in `text`, in order of position. Empty: nothing reads like an instruction
+    and nothing is hidden."""
+    findings: list[Finding] = []
+    for rule, pattern in _RULES:
+        for m in pattern.finditer(text):
+            start, end = m.span()
+            # the sentence-start lookbehinds leave leading whitespace inside the match
+            while start < end and text[start].isspace():
+                start += 1
+            if start < end:
+                findings.append(Finding(INSTRUCTION_LIKE, rule, start, end, text[start:end]))
+    names = sorted({n for n in tool_names if len(n) >= 3}, key=len, reverse=True)
+    if names:
+        pattern = re.compile(
+            r"(?<![\w.-])(?:" + "|".join(re.escape(n) for n in names) + r")(?![\w-])",
+            re.IGNORECASE,
+        )
+        findings.extend(
+            Finding(INSTRUCTION_LIKE, "tool-name", m.start(), m.end(), m.group())
+            for m in pattern.finditer(text)
+        )
+    findings.extend(
+        Finding(HIDDEN_CHARACTERS, "invisible", m.start(), m.end(), m.group())
+        for m in _HIDDEN.finditer(text)
+    )
+    findings.extend(_controls(text))
+    return sorted(findings, key=lambda f: (f.start, f.end, f.rule))
+
+
+def reasons_of(findings: list[Finding], *, wide_scope: bool) -> list[str]:
+    """The review reasons, in a fixed order (the seed's first)."""
+    fired = {f.reason for f in findings}
+    if wide_scope:
+        fired.add(WIDE_SCOPE)
+    return [r for r in REASONS if r in fired]

@@ -1,0 +1,78 @@
+from __future__ import annotations
+
+import importlib
+import itertools
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+from django.contrib.auth.models import Group
+
+from tests import factories
+
+DECLARATIONS = [
+    {"type": "preference", "scope": "participant", "keep_days": 90},
+    {"type": "profile", "scope": "user", "keep_days": 180},
+    {"type": "note", "scope": "thread", "keep_days": 30},
+    {"type": "product-insight", "scope": "same-project", "keep_days": 365},
+    {"type": "policy", "scope": "tenant", "keep_days": 365},
+]
+TOOLS = ["send_email", "refund_order"]
+_calls = itertools.count(1)
+
+
+@dataclass
+class Reviewer:
+    user: Any
+    key: factories.Keyed
+
+
+def declare(agent: Any) -> Any:
+    agent.memory_declarations = DECLARATIONS
+    agent.tools = TOOLS
+    agent.save()
+    return agent
+
+
+def reviewer_group() -> Group:
+    """The `reviewer` group with its permissions, as the migrations leave it. Transactional
+    tests flush the tables between tests, so rebuild it when a flush removed it."""
+    from django.contrib.auth.models import Permission
+
+    grants = importlib.import_module("approvals.migrations.0002_reviewer_permissions").GRANTS
+    group, _ = Group.objects.get_or_create(name="reviewer")
+    for app, model, codename in grants:
+        group.permissions.add(
+            Permission.objects.get(
+                content_type__app_label=app, content_type__model=model, codename=codename
+            )
+        )
+    return group
+
+
+def reviewer_create(world: Any, username: str | None = None) -> Reviewer:
+    user = factories.user_create(world.tenant)
+    if username:
+        user.username = username
+    user.is_staff = True
+    user.save()
+    user.groups.add(reviewer_group())
+    return Reviewer(user=user, key=factories.user_key_create(user))
+
+
+@pytest.fixture
+def agent_run(world: Any) -> factories.Minted:
+    """A run of the world's agent (which declares DECLARATIONS) for participant-1, thread-1."""
+    declare(world.agent)
+    return factories.run_create(world.app, world.project, agent=world.agent)
+
+
+@pytest.fixture
+def reviewer(world: Any) -> Reviewer:
+    return reviewer_create(world)
+
+
+def remember(api: Any, run: factories.Minted, **body: Any) -> Any:
+    body.setdefault("type", "preference")
+    body.setdefault("tool_call_id", f"call-{next(_calls)}")
+    return api.post("/v1/remember", body, format="json", **run.headers)
