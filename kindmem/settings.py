@@ -139,6 +139,13 @@ else:
     if DATABASES["default"]["ENGINE"] != "django.db.backends.postgresql":
         raise ImproperlyConfigured("DATABASE_URL must name a PostgreSQL database (with pgvector)")
 
+# The database cache (the write throttle's counters) talks over a connection of its own, in
+# autocommit: on the request's connection its counter row would stay locked until the request's
+# transaction commits, and every write of one credential would queue behind the one before.
+# Tests mirror it onto the default connection (one transaction per test).
+DATABASES["cache"] = {**DATABASES["default"], "TEST": {"MIRROR": "default"}}
+DATABASE_ROUTERS = ["kindmem.routers.CacheRouter"]
+
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.PBKDF2PasswordHasher"]

@@ -67,6 +67,8 @@ def _audit_step(target: ErasureTarget, limit: int) -> BatchResult:
 # The steps, in order: (name, dotted path of the module's `erase_batch`). The audit scrub
 # comes last so that no step's work leaves an audit event naming the person behind.
 STEP_PATHS: list[tuple[str, str]] = [
+    # approvals first: they describe revisions the facts step deletes (and name reviewers' notes)
+    ("approvals", "approvals.erasure.erase_batch"),
     ("facts", "facts.erasure.erase_batch"),
     ("recall", "recall.erasure.erase_batch"),
     ("run-log", "runlog.erasure.erase_batch"),

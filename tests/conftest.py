@@ -23,6 +23,12 @@ AUDIT_QUERIES = 5
 def pytest_configure(config: pytest.Config) -> None:
     # Fast by configuration: nothing in the suite needs a slow hash.
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+    # One connection per test (its transaction): the cache's own autocommit connection, which
+    # production uses for the throttle's counters, is routed back onto the default here.
+    from django.db import router
+
+    settings.DATABASE_ROUTERS = []
+    router.__dict__.pop("routers", None)
 
 
 @pytest.fixture

@@ -19,7 +19,9 @@ from django.db import transaction
 from django.urls import URLPattern, URLResolver, get_resolver
 from rest_framework.test import APIClient
 
+from approvals.services import memory_remember
 from facts.services import fact_create
+from privacy import services as privacy_services
 from recall import services as recall_services
 from runlog.services import log_append
 from tests import factories
@@ -55,13 +57,22 @@ class MatrixWorld:
     run_id: str
     conversation_id: str
     project_id: str
+    approval_id: str
+    erasure_id: str
+    access_request_id: str
+    download_token: str
 
 
 def build_world() -> MatrixWorld:
     tenant = factories.tenant_create()
     org = factories.org_create(tenant)
     project = factories.project_create(tenant, org)
-    factories.agent_create(tenant)
+    agent = factories.agent_create(tenant)
+    agent.memory_declarations = [
+        {"type": "preference", "scope": "participant", "keep_days": 30},
+        {"type": "insight", "scope": "same-project", "keep_days": 30},
+    ]
+    agent.save()
     user = factories.user_create(tenant, projects=[project], orgs=[org])
     reviewer = factories.user_create(tenant, projects=[project], orgs=[org])
     reviewer.groups.add(Group.objects.get(name="reviewer"))
@@ -79,6 +90,23 @@ def build_world() -> MatrixWorld:
         start=recall_services.ConversationStart(),
     )
     log_append(principal=run.principal, run=run.run, kind="turn", payload={"text": "hi"})
+    pending = memory_remember(
+        principal=run.principal, type="insight", text="customers ask for refunds", tool_call_id="t1"
+    )
+    assert pending.approval is not None
+    erasure = privacy_services.erasure_start(
+        tenant_id=tenant.id,
+        target_kind="participant",
+        target_id="p-gone",
+        reason="asked",
+        requested_by="matrix",
+    )
+    actor = privacy_services.Actor.of_principal(app.principal)
+    access = privacy_services.access_request_start(
+        actor=actor, subject_kind="participant", subject_id="p-1"
+    )
+    privacy_services.access_export_build(access_request_id=access.id)
+    access.refresh_from_db()
     elsewhere = factories.tenant_create()
     return MatrixWorld(
         credentials={
@@ -96,6 +124,10 @@ def build_world() -> MatrixWorld:
         run_id=str(run.run.id),
         conversation_id="c-1",
         project_id=str(project.id),
+        approval_id=str(pending.approval.id),
+        erasure_id=str(erasure.id),
+        access_request_id=str(access.id),
+        download_token=privacy_services.access_export_token(request=access),
     )
 
 
@@ -153,6 +185,41 @@ CALLS: dict[tuple[str, str], Call] = {
         None,
     ),
     ("v1/audit", "get"): lambda w: ("/v1/audit", None),
+    ("v1/remember", "post"): lambda w: (
+        "/v1/remember",
+        {"type": "preference", "text": "prefers email", "tool_call_id": "t2"},
+    ),
+    ("v1/approvals", "get"): lambda w: ("/v1/approvals", None),
+    ("v1/approvals/<str:approval_id>/approve", "post"): lambda w: (
+        f"/v1/approvals/{w.approval_id}/approve",
+        {},
+    ),
+    ("v1/approvals/<str:approval_id>/reject", "post"): lambda w: (
+        f"/v1/approvals/{w.approval_id}/reject",
+        {"note": "not true"},
+    ),
+    ("v1/approvals/<str:approval_id>/verify", "post"): lambda w: (
+        f"/v1/approvals/{w.approval_id}/verify",
+        {},
+    ),
+    ("v1/erasures", "post"): lambda w: (
+        "/v1/erasures",
+        {"target_kind": "participant", "target_id": "p-2", "reason": "the person asked"},
+    ),
+    ("v1/erasures/<str:erasure_id>", "get"): lambda w: (f"/v1/erasures/{w.erasure_id}", None),
+    ("v1/subject-access-requests", "post"): lambda w: (
+        "/v1/subject-access-requests",
+        {"subject_kind": "participant", "subject_id": "p-1"},
+    ),
+    ("v1/subject-access-requests/<str:request_id>", "get"): lambda w: (
+        f"/v1/subject-access-requests/{w.access_request_id}",
+        None,
+    ),
+    ("v1/subject-access-requests/<str:request_id>/download", "get"): lambda w: (
+        f"/v1/subject-access-requests/{w.access_request_id}/download"
+        f"?export=json&token={w.download_token}",
+        None,
+    ),
 }
 
 #                              admin user app  run  revw priv none other
@@ -186,6 +253,18 @@ expect("v1/runs/<uuid:run_id>/log", "get",                 [200, 404, 200, 200, 
 expect("v1/runs/<uuid:run_id>/log", "post",                [201, 404, 201, 201, 404, 404, 401, 404])
 expect("v1/runs/<uuid:run_id>/log/verify", "get",          [200, 404, 200, 200, 404, 404, 401, 404])
 expect("v1/audit", "get",                                  [200, 403, 403, 403, 403, 403, 401, 200])
+expect("v1/remember", "post",                              [403, 403, 403, 201, 403, 403, 401, 403])
+expect("v1/approvals", "get",                              [200, 403, 403, 403, 200, 403, 401, 200])
+expect("v1/approvals/<str:approval_id>/approve", "post",   [200, 403, 403, 403, 200, 403, 401, 404])
+expect("v1/approvals/<str:approval_id>/reject", "post",    [200, 403, 403, 403, 200, 403, 401, 404])
+expect("v1/approvals/<str:approval_id>/verify", "post",    [200, 403, 403, 403, 200, 403, 401, 404])
+expect("v1/erasures", "post",                              [202, 403, 403, 403, 403, 202, 401, 202])
+expect("v1/erasures/<str:erasure_id>", "get",              [200, 403, 403, 403, 403, 200, 401, 404])
+expect("v1/subject-access-requests", "post",               [202, 403, 403, 403, 403, 202, 401, 202])
+expect("v1/subject-access-requests/<str:request_id>", "get",
+                                                           [200, 403, 403, 403, 403, 200, 401, 404])
+expect("v1/subject-access-requests/<str:request_id>/download", "get",
+                                                           [200, 403, 403, 403, 403, 200, 401, 404])
 # fmt: on
 
 

@@ -86,3 +86,15 @@ def test_kindmem_refuses_a_database_with_fsync_off():
         with connection.cursor() as cursor:
             cursor.execute("ALTER SYSTEM RESET fsync")
         _set_fsync("on")
+
+
+def test_the_throttle_counters_use_their_own_connection_in_production():
+    from django.core.cache.backends.db import DatabaseCache
+
+    from kindmem.routers import CacheRouter
+
+    cache_model = DatabaseCache("kindmem_cache", {}).cache_model_class
+    assert CacheRouter().db_for_write(cache_model) == "cache"
+    assert CacheRouter().db_for_read(cache_model) == "cache"
+    assert CacheRouter().db_for_write(Run) is None
+    assert CacheRouter().allow_migrate("cache", "kindmem") is False

@@ -1,0 +1,19 @@
+from __future__ import annotations
+
+from typing import Any
+
+CACHE_ALIAS = "cache"
+
+
+class CacheRouter:
+    """The database cache's table is read and written through the `cache` connection (the same
+    database, its own autocommit session); nothing is migrated through that alias."""
+
+    def db_for_read(self, model: Any, **hints: Any) -> str | None:
+        return CACHE_ALIAS if model._meta.app_label == "django_cache" else None
+
+    def db_for_write(self, model: Any, **hints: Any) -> str | None:
+        return CACHE_ALIAS if model._meta.app_label == "django_cache" else None
+
+    def allow_migrate(self, db: str, app_label: str, **hints: Any) -> bool | None:
+        return False if db == CACHE_ALIAS else None
