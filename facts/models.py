@@ -271,6 +271,12 @@ class RevisionQuerySet(models.QuerySet["Revision"]):
             qs = qs.filter(fact__tags__contains=[tag])
         return qs
 
+    def unembedded(self, model: str) -> RevisionQuerySet:
+        """Current revisions without a vector of `model` (none yet, or another model's): what
+        `embed_revisions` and `manage.py reembed` work through. History is never searched, so
+        it is not re-embedded."""
+        return self.current().filter(Q(embedding__isnull=True) | ~Q(embedding_model=model))
+
     def live(self) -> RevisionQuerySet:
         """What a read returns (DESIGN rule 3): current, approved, unexpired."""
         return self.current().approved().unexpired()
