@@ -19,6 +19,7 @@ import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import cached_property
 from typing import Any
 
 from django.contrib.postgres.search import SearchQuery, SearchRank
@@ -64,6 +65,12 @@ class FactSearch:
     tags: Sequence[str] = ()
     valid_at: datetime | None = None
 
+    @cached_property
+    def readable(self) -> RevisionQuerySet:
+        """`searchable(self)`, built once per search: building the guard is most of the ORM's
+        cost of a search, and both hybrid legs start from it (each leg clones it)."""
+        return searchable(self)
+
 
 @dataclass
 class SearchHit:
@@ -100,7 +107,7 @@ def keyword_leg(search: FactSearch, limit: int) -> list[tuple[Revision, float]]:
     ties by id so that the order is total."""
     query = SearchQuery(search.query, config=TEXT_CONFIG, search_type="websearch")
     rows = (
-        _rendered(searchable(search))
+        _rendered(search.readable)
         .filter(search_vector=query)
         .annotate(score=SearchRank(F("search_vector"), query))
         .order_by("-score", "id")[:limit]
@@ -135,7 +142,7 @@ def semantic_leg(
                 [str(EF_SEARCH), str(MAX_SCAN_TUPLES)],
             )
         candidates = (
-            _rendered(searchable(search))
+            _rendered(search.readable)
             .filter(embedding__isnull=False, embedding_model=model)
             .annotate(distance=CosineDistance("embedding", list(vector)))
         )
@@ -163,6 +170,14 @@ def fact_search(*, search: FactSearch) -> list[SearchHit]:
     model = ""
     if search.mode in (SEMANTIC, "hybrid"):
         vector, model = query_vector(search.query)
+    return fact_search_embedded(search=search, vector=vector, model=model)
+
+
+def fact_search_embedded(
+    *, search: FactSearch, vector: Sequence[float] | None, model: str
+) -> list[SearchHit]:
+    """`fact_search` with the query already embedded (`vector` of `model`; None for keyword):
+    the SQL part alone, which bench/search.py times."""
     if search.mode == KEYWORD:
         hits = [
             SearchHit(revision=r, score=s, ranks={KEYWORD: i})
