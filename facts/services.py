@@ -10,6 +10,8 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import os
+import threading
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -270,7 +272,21 @@ class Embedded:
 
 # Embedding in the write path runs on a thread so that the write can stop waiting after its
 # budget; a provider that hangs ties up these threads, never the request (or its locks).
-_embed_pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="kindmem-embed-on-write")
+# One pool per process, made on first use: a pool's threads do not survive a fork (gunicorn's
+# and Celery's workers are forked), and a copied pool would believe it still had them.
+_embed_pool: tuple[int, ThreadPoolExecutor] | None = None
+_embed_pool_lock = threading.Lock()
+
+
+def _pool() -> ThreadPoolExecutor:
+    global _embed_pool
+    with _embed_pool_lock:
+        if _embed_pool is None or _embed_pool[0] != os.getpid():
+            _embed_pool = (
+                os.getpid(),
+                ThreadPoolExecutor(max_workers=2, thread_name_prefix="kindmem-embed-on-write"),
+            )
+        return _embed_pool[1]
 
 
 def embed_for_write(text: str) -> Embedded:
@@ -287,7 +303,7 @@ def embed_for_write(text: str) -> Embedded:
     budget = settings.EMBED_BUDGET_MS / 1000
     if budget <= 0:
         return Embedded(EmbeddingState.PENDING)
-    future = _embed_pool.submit(embedder.embed, [text])
+    future = _pool().submit(embedder.embed, [text])
     try:
         [vector] = future.result(timeout=budget)
     except FutureTimeout:
