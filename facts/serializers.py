@@ -298,6 +298,8 @@ class FactOutput(serializers.Serializer):
     source = serializers.JSONField(allow_null=True)
     caused_by_log_id = serializers.ListField(child=serializers.CharField())
     supersedes = serializers.UUIDField(source="supersedes_id", allow_null=True)
+    # pending | done | failed | none: whether semantic search can find this revision yet
+    embedding_state = serializers.CharField()
 
     def get_generated_by(self, revision: Revision) -> dict[str, Any] | None:
         if revision.generated_by_run_id is None:

@@ -9,8 +9,13 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
+import os
+import threading
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
@@ -19,6 +24,7 @@ from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
+from facts.embedding import Embedder, EmbeddingFailed, get_embedder
 from facts.models import (
     AttributionKind,
     EmbeddingState,
@@ -36,6 +42,7 @@ from facts.models import (
 from kindmem.access import Principal, Readers, readers_for
 from kindmem.errors import (
     Conflict,
+    EmbeddingUnavailable,
     FactNotFound,
     Forbidden,
     InvalidFact,
@@ -44,7 +51,10 @@ from kindmem.errors import (
 from kindmem.holds import assert_not_held
 from kindmem.models import Org, Project, SubjectKind, User
 
+logger = logging.getLogger(__name__)
+
 MAX_HOPS = 5
+EMBED_BATCH = 64
 SCOPE_KEYS = ("org_id", "project_id", "user_id", "participant_id", "thread_id", "session_id")
 SCOPE_COLUMNS = SCOPE_KEYS  # Fact's scope columns carry the same names
 
@@ -246,6 +256,79 @@ def _persons(fact: Fact, subjects: Iterable[SubjectInput]) -> list[tuple[str, st
     return persons
 
 
+@dataclass(frozen=True)
+class Embedded:
+    """What the write path got for a revision's search text: a vector of `model`, or none yet
+    (`state` pending: it took too long; failed: the embedder erred; none: no embedder)."""
+
+    state: str
+    vector: list[float] | None = None
+    model: str | None = None
+
+    @property
+    def needs_task(self) -> bool:
+        return self.state in (EmbeddingState.PENDING, EmbeddingState.FAILED)
+
+
+# Embedding in the write path runs on a thread so that the write can stop waiting after its
+# budget; a provider that hangs ties up these threads, never the request (or its locks).
+# One pool per process, made on first use: a pool's threads do not survive a fork (gunicorn's
+# and Celery's workers are forked), and a copied pool would believe it still had them.
+_embed_pool: tuple[int, ThreadPoolExecutor] | None = None
+_embed_pool_lock = threading.Lock()
+
+
+def _pool() -> ThreadPoolExecutor:
+    global _embed_pool
+    with _embed_pool_lock:
+        if _embed_pool is None or _embed_pool[0] != os.getpid():
+            _embed_pool = (
+                os.getpid(),
+                ThreadPoolExecutor(max_workers=2, thread_name_prefix="kindmem-embed-on-write"),
+            )
+        return _embed_pool[1]
+
+
+def embed_for_write(text: str) -> Embedded:
+    """Embed `text` within `settings.EMBED_BUDGET_MS`. Call it before taking any row lock:
+    whatever happens (slow, down, misconfigured), it answers within the budget and never
+    raises, so a write never fails or waits long because of embedding."""
+    try:
+        embedder = get_embedder()
+    except EmbeddingUnavailable:
+        logger.warning("the configured embedder cannot be built; the revision waits unembedded")
+        return Embedded(EmbeddingState.FAILED)
+    if embedder is None:
+        return Embedded(EmbeddingState.NONE)
+    budget = settings.EMBED_BUDGET_MS / 1000
+    if budget <= 0:
+        return Embedded(EmbeddingState.PENDING)
+    future = _pool().submit(embedder.embed, [text])
+    try:
+        [vector] = future.result(timeout=budget)
+    except FutureTimeout:
+        future.cancel()  # if it has not started; a running call finishes and is dropped
+        return Embedded(EmbeddingState.PENDING)
+    except Exception:  # any provider failure leaves the revision for the task, never a 500
+        logger.warning("embedding on write failed; embed_revisions will retry", exc_info=True)
+        return Embedded(EmbeddingState.FAILED)
+    return Embedded(EmbeddingState.DONE, vector=vector, model=embedder.model)
+
+
+def _embedded_copy(revision: Revision) -> Embedded:
+    """A new revision of the same text reuses the vector. Without one it waits for the task:
+    the caller holds the fact's row lock, and no lock waits on the network."""
+    if revision.embedding is not None and revision.embedding_model:
+        return Embedded(
+            EmbeddingState.DONE, vector=list(revision.embedding), model=revision.embedding_model
+        )
+    try:
+        embedder = get_embedder()
+    except EmbeddingUnavailable:
+        return Embedded(EmbeddingState.FAILED)
+    return Embedded(EmbeddingState.NONE if embedder is None else EmbeddingState.PENDING)
+
+
 def _write_revision(
     *,
     fact: Fact,
@@ -267,6 +350,7 @@ def _write_revision(
     generated_by_step_id: str | None = None,
     generated_by_tool_call_id: str | None = None,
     review: str | None = None,
+    embedded: Embedded,
     now: datetime,
 ) -> Revision:
     keep_days, keep_until, legal_hold = retention
@@ -305,11 +389,15 @@ def _write_revision(
         supersedes=supersedes,
         review=review,
         search_text=search_text_of(content),
-        # The search work embeds pending revisions; with no embedder there is nothing to wait for.
-        embedding_state=(
-            EmbeddingState.NONE if settings.EMBEDDER == "none" else EmbeddingState.PENDING
-        ),
+        embedding=embedded.vector,
+        embedding_model=embedded.model,
+        embedding_state=embedded.state,
     )
+    if embedded.needs_task:
+        from facts.tasks import embed_revisions  # here: tasks imports this module
+
+        revision_id = str(revision.pk)
+        transaction.on_commit(lambda: embed_revisions.delay([revision_id]))
     Subject.objects.bulk_create(
         [
             Subject(
@@ -402,6 +490,7 @@ def fact_create(
     if existing is not None:
         return WriteResult(existing, "unchanged")
 
+    embedded = embed_for_write(search_text_of(content))  # before this write takes any lock
     now = timezone.now()
     fact.created_at = now
     fact.save(force_insert=True)
@@ -426,6 +515,7 @@ def fact_create(
         review=review,
         generated_by_step_id=step_id,
         generated_by_tool_call_id=tool_call_id,
+        embedded=embedded,
         now=now,
     )
     if cap is not None:
@@ -537,6 +627,8 @@ def fact_supersede(
     """Write the fact's next revision (version + 1, `supersedes` the current one, which is
     invalidated `superseded`). With `expected_version`, a fact that moved on is a `conflict`.
     The same content and validity as the current revision changes nothing (`unchanged`)."""
+    # Embedded before the fact's row lock is taken: no writer queues behind the network.
+    embedded = embed_for_write(search_text_of(content))
     fact, current = _lock_current(principal, fact_id)
     _check_expected(current, expected_version)
     _check_validity(valid_from, valid_until)
@@ -565,6 +657,7 @@ def fact_supersede(
         review=review,
         generated_by_step_id=step_id,
         generated_by_tool_call_id=tool_call_id,
+        embedded=embedded,
         now=now,
     )
     return WriteResult(revision, "superseded")
@@ -617,6 +710,7 @@ def fact_verify(
         verified_by=f"{who.kind}:{who.id}",
         verified_at=now,
         expires_at=None if current.legal_hold else current.keep_until,
+        embedded=_embedded_copy(current),
         now=now,
     )
     return WriteResult(revision, "verified")
@@ -768,3 +862,46 @@ def link_traverse(
         for fid, level, link in reached
         if fid in revisions
     ]
+
+
+def revisions_embed(
+    *, revision_ids: Sequence[uuid.UUID | str], embedder: Embedder | None = None
+) -> int:
+    """Embed those of `revision_ids` that are current and lack a vector of the configured model,
+    `EMBED_BATCH` texts per provider call. Safe to run twice and concurrently: a row is written
+    only while it still lacks that vector and still holds the text that was embedded. A provider
+    failure marks the batch `failed` and raises `EmbeddingFailed` (the task retries). Returns
+    how many revisions got a vector."""
+    embedder = embedder or get_embedder()
+    if embedder is None:
+        return 0
+    done = 0
+    ids = list(revision_ids)
+    for start in range(0, len(ids), EMBED_BATCH):
+        pending = list(
+            Revision.objects.filter(pk__in=ids[start : start + EMBED_BATCH])
+            .unembedded(embedder.model)
+            .order_by("pk")
+            .values_list("pk", "search_text")
+        )
+        if not pending:
+            continue
+        try:
+            vectors = embedder.embed([text for _, text in pending])
+        except EmbeddingFailed:
+            Revision.objects.filter(pk__in=[pk for pk, _ in pending]).unembedded(
+                embedder.model
+            ).update(embedding_state=EmbeddingState.FAILED)
+            raise
+        with transaction.atomic():
+            for (pk, text), vector in zip(pending, vectors, strict=True):
+                done += (
+                    Revision.objects.filter(pk=pk, search_text=text)
+                    .unembedded(embedder.model)
+                    .update(
+                        embedding=vector,
+                        embedding_model=embedder.model,
+                        embedding_state=EmbeddingState.DONE,
+                    )
+                )
+    return done

@@ -1,8 +1,26 @@
+"""Background work of facts: embedding revisions the write path could not embed in time, and
+the expiry sweep and purge that beat runs."""
+
 from __future__ import annotations
 
 from celery import shared_task
 
-from facts import sweeps
+from facts import services, sweeps
+from facts.embedding import EmbeddingFailed
+
+
+@shared_task(
+    acks_late=True,
+    autoretry_for=(EmbeddingFailed,),
+    retry_backoff=30,
+    max_retries=5,
+    time_limit=300,
+    soft_time_limit=270,
+)
+def embed_revisions(revision_ids: list[str]) -> int:
+    """Embed the revisions of `revision_ids` still without a vector of the configured model;
+    safe to run twice."""
+    return services.revisions_embed(revision_ids=revision_ids)
 
 
 @shared_task(name="facts.tasks.sweep_expired_facts", acks_late=True, time_limit=600)

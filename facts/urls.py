@@ -2,11 +2,12 @@ from __future__ import annotations
 
 from django.urls import URLPattern, path
 
-from facts import views
+from facts import search_views, views
 
 # This app's /v1 routes (included by kindmem/urls.py under /v1/).
 urlpatterns: list[URLPattern] = [
     path("facts", views.FactListView.as_view(), name="facts"),
+    path("facts/search", search_views.FactSearchView.as_view(), name="facts-search"),
     path("facts/<str:fact_id>", views.FactDetailView.as_view(), name="fact"),
     path("facts/<str:fact_id>/revisions", views.FactRevisionsView.as_view(), name="fact-revisions"),
     path("facts/<str:fact_id>/supersede", views.FactSupersedeView.as_view(), name="fact-supersede"),

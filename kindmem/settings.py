@@ -249,6 +249,9 @@ EMBEDDER_RETRIES = env_int("KINDMEM_EMBEDDER_RETRIES", 2)
 EMBEDDER_SEND_DIMENSIONS = env_bool("KINDMEM_EMBEDDER_SEND_DIMENSIONS", False)
 # torch threads of the local model per process; 0 = torch's default (one per core).
 EMBEDDER_THREADS = env_int("KINDMEM_EMBEDDER_THREADS", 1)
+# How long a fact write waits for its revision's vector; past it (or on an error) the revision is
+# stored unembedded and the `embed_revisions` task embeds it. 0: never embed in the write path.
+EMBED_BUDGET_MS = env_int("KINDMEM_EMBED_BUDGET_MS", 200)
 if EMBEDDER == "openai" and not (EMBEDDER_URL and EMBEDDER_MODEL):
     raise ImproperlyConfigured(
         "KINDMEM_EMBEDDER=openai needs KINDMEM_EMBEDDER_URL and KINDMEM_EMBEDDER_MODEL"

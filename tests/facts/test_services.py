@@ -222,4 +222,4 @@ def test_revisions_record_that_no_embedder_was_configured(world, settings) -> No
     assert created.revision.embedding_state == "none"
     settings.EMBEDDER = "hashing"
     other = services.fact_create(principal=world.admin.principal, type="note", content="y")
-    assert other.revision.embedding_state == "pending"
+    assert other.revision.embedding_state == "done"  # embedded in the write (facts/search)

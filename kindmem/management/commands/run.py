@@ -9,6 +9,7 @@ import sys
 import time
 from typing import Any
 
+from django.conf import settings
 from django.core.management import call_command
 from django.core.management.base import BaseCommand
 
@@ -27,6 +28,16 @@ class Command(BaseCommand):
     def handle(self, *args: Any, host: str, port: int, no_demo: bool, **options: Any) -> None:
         call_command("migrate", interactive=False, verbosity=0)
         call_command("check_database")
+        env = dict(os.environ)
+        if "KINDMEM_EMBEDDER" not in os.environ:
+            from facts.embedders import local
+
+            if local.is_installed():
+                # The demo searches by meaning when the `local` extra is installed. The demo's
+                # facts, written below, are left to the worker (budget 0): this process would
+                # otherwise load the model only to seed a handful of facts.
+                env["KINDMEM_EMBEDDER"] = settings.EMBEDDER = "local"
+                settings.EMBED_BUDGET_MS = 0
         creds = None if no_demo else demo_seed()
         python = sys.executable
         children = [
@@ -42,7 +53,8 @@ class Command(BaseCommand):
                     "2",
                     "--access-logfile",
                     "-",
-                ]
+                ],
+                env=env,
             ),
             subprocess.Popen(  # noqa: S603 - fixed argv, no shell
                 [
@@ -57,7 +69,8 @@ class Command(BaseCommand):
                     "INFO",
                     "--concurrency",
                     "2",
-                ]
+                ],
+                env=env,
             ),
         ]
         if creds is not None:

@@ -1,0 +1,203 @@
+"""Fact search: keyword, semantic and hybrid retrieval (the seed's `searchByKeyword`,
+`searchBySemantic` and `fuseByRank`).
+
+Every leg is one SQL query that starts from what the reader may read: the tenant, the reader
+guard (`readable_by`, holds included) and `live()` (current, approved, unexpired), narrowed by
+type, scope, tags and `valid_at`, all in its WHERE clause before its LIMIT. A selective guard
+therefore never starves a leg: the keyword leg's GIN bitmap is ANDed with the guard, and the
+semantic leg runs with pgvector's iterative index scans, so the HNSW scan keeps walking the
+graph until it has `limit` readable rows (or the planner takes the exact path through the
+btree indexes when the readable set is small).
+
+Semantic and hybrid search without an embedder, or with one that does not answer, fail with
+`embedding-unavailable`: an empty list would read as "nothing relevant", which is a lie.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from functools import cached_property
+from typing import Any
+
+from django.contrib.postgres.search import SearchQuery, SearchRank
+from django.db import connection, transaction
+from django.db.models import F, Value, prefetch_related_objects
+from pgvector.django import CosineDistance
+
+from facts.embedding import EmbeddingFailed, require_embedder
+from facts.fusion import fuse_by_rank
+from facts.models import Revision, RevisionQuerySet
+from kindmem.access import Readers
+from kindmem.errors import EmbeddingUnavailable
+
+MODES = ("keyword", "semantic", "hybrid")
+KEYWORD = "keyword"
+SEMANTIC = "semantic"
+MAX_TOP_K = 100
+# How many candidates each hybrid leg fetches: fusion can only reorder what the legs found, so
+# a leg must look deeper than the page it feeds (an item ranked 15th in both legs beats one
+# ranked 1st in one leg only).
+HYBRID_DEPTH_FACTOR = 2
+HYBRID_MIN_DEPTH = 20
+# HNSW candidate list width (pgvector's default is 40). Measured in bench/search.py at 100k
+# facts for a reader that filters out half the rows: recall@10 0.93 at 100, 0.94 at 200, 0.99
+# at 400, at about the same latency (the scan is not the dominant cost there).
+EF_SEARCH = 400
+# Iterative scans stop after this many index tuples (pgvector's default is 20 000); past it a
+# very selective guard is cheaper to serve exactly, which the planner does via the btrees.
+MAX_SCAN_TUPLES = 20_000
+TEXT_CONFIG = "english"
+
+
+@dataclass(frozen=True)
+class FactSearch:
+    """One search: who reads (tenant and readers), how (mode) and what (query and filters)."""
+
+    tenant_id: uuid.UUID
+    readers: Readers
+    mode: str
+    query: str
+    top_k: int = 10
+    type: str | None = None
+    scope: Mapping[str, Any] = field(default_factory=dict)
+    tags: Sequence[str] = ()
+    valid_at: datetime | None = None
+
+    @cached_property
+    def readable(self) -> RevisionQuerySet:
+        """`searchable(self)`, built once per search: building the guard is most of the ORM's
+        cost of a search, and both hybrid legs start from it (each leg clones it)."""
+        return searchable(self)
+
+
+@dataclass
+class SearchHit:
+    """The seed's RetrievalHit: a revision, its score and its rank in each leg that found it."""
+
+    revision: Revision
+    score: float
+    ranks: dict[str, int]
+
+
+def searchable(search: FactSearch) -> RevisionQuerySet:
+    """What every leg searches: the reader's live revisions, narrowed. The guard is a WHERE
+    condition of the one query each leg runs, so it applies before the leg's LIMIT."""
+    qs = (
+        Revision.objects.of_tenant(search.tenant_id)
+        .live()
+        .readable_by(search.readers)
+        .narrowed(type=search.type, scope=dict(search.scope))
+    )
+    if search.tags:
+        qs = qs.filter(fact__tags__contains=sorted(set(search.tags)))
+    if search.valid_at is not None:
+        qs = qs.valid_at(search.valid_at)
+    return qs
+
+
+def _rendered(qs: RevisionQuerySet) -> RevisionQuerySet:
+    # the vector and the tsvector are large and never rendered
+    return qs.select_related("fact").defer("embedding", "search_vector", "search_text")
+
+
+def keyword_leg(search: FactSearch, limit: int) -> list[tuple[Revision, float]]:
+    """The best `limit` full-text matches (websearch syntax, English stemming), by ts_rank;
+    ties by id so that the order is total."""
+    query = SearchQuery(search.query, config=TEXT_CONFIG, search_type="websearch")
+    rows = (
+        _rendered(search.readable)
+        .filter(search_vector=query)
+        .annotate(score=SearchRank(F("search_vector"), query))
+        .order_by("-score", "id")[:limit]
+    )
+    return [(r, float(r.score)) for r in rows]
+
+
+def query_vector(text: str) -> tuple[list[float], str]:
+    """The query's vector and the model that made it; `embedding-unavailable` without one."""
+    embedder = require_embedder()
+    try:
+        [vector] = embedder.embed([text])
+    except EmbeddingFailed as exc:
+        raise EmbeddingUnavailable("The embedder did not answer; try again later.") from exc
+    return vector, embedder.model
+
+
+def semantic_leg(
+    search: FactSearch, limit: int, vector: Sequence[float], model: str
+) -> list[tuple[Revision, float]]:
+    """The `limit` readable revisions nearest `vector` (cosine), among vectors of `model` only:
+    distances across two models' spaces mean nothing. Score: cosine similarity."""
+    with transaction.atomic():
+        # Per transaction (set_config(..., true) is SET LOCAL): iterative index scans, so that
+        # rows the guard filters out do not shrink the page; strict order keeps the ranking
+        # exact among what the scan visits.
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT set_config('hnsw.iterative_scan', 'strict_order', true),"
+                " set_config('hnsw.ef_search', %s, true),"
+                " set_config('hnsw.max_scan_tuples', %s, true)",
+                [str(EF_SEARCH), str(MAX_SCAN_TUPLES)],
+            )
+        candidates = (
+            _rendered(search.readable)
+            .filter(embedding__isnull=False, embedding_model=model)
+            .annotate(distance=CosineDistance("embedding", list(vector)))
+        )
+        rows = list(candidates.order_by("distance", "id")[:limit])
+        if len(rows) < limit:
+            # Fewer than asked: either the readable set is that small, or the index scan gave
+            # up early (`max_scan_tuples`, its memory cap, dead index entries awaiting vacuum).
+            # Either way an exact scan of the readable set answers completely, and it is cheap
+            # exactly when this happens for the first reason. Ordering by `distance + 0` keeps
+            # the HNSW index (which only serves `ORDER BY embedding <=> q`) out of the plan.
+            rows = list(candidates.order_by(F("distance") + Value(0.0), "id")[:limit])
+    return [(r, 1.0 - float(r.distance)) for r in rows]
+
+
+def fact_search(*, search: FactSearch) -> list[SearchHit]:
+    """The hits of one search, best first, each revision with its fact and subjects loaded.
+
+    `keyword` and `semantic` run one leg; `hybrid` runs both (each `top_k * 2` deep, at least
+    20) and fuses them with `fuse_by_rank` (k = 60; ties keep the keyword leg's order).
+    The query is embedded before any SQL runs, so an embedder failure changes nothing.
+    """
+    if search.mode not in MODES:
+        raise ValueError(f"unknown search mode {search.mode!r}")
+    vector: list[float] | None = None
+    model = ""
+    if search.mode in (SEMANTIC, "hybrid"):
+        vector, model = query_vector(search.query)
+    return fact_search_embedded(search=search, vector=vector, model=model)
+
+
+def fact_search_embedded(
+    *, search: FactSearch, vector: Sequence[float] | None, model: str
+) -> list[SearchHit]:
+    """`fact_search` with the query already embedded (`vector` of `model`; None for keyword):
+    the SQL part alone, which bench/search.py times."""
+    if search.mode == KEYWORD:
+        hits = [
+            SearchHit(revision=r, score=s, ranks={KEYWORD: i})
+            for i, (r, s) in enumerate(keyword_leg(search, search.top_k), start=1)
+        ]
+    elif search.mode == SEMANTIC:
+        assert vector is not None
+        hits = [
+            SearchHit(revision=r, score=s, ranks={SEMANTIC: i})
+            for i, (r, s) in enumerate(semantic_leg(search, search.top_k, vector, model), start=1)
+        ]
+    else:
+        assert vector is not None
+        depth = max(search.top_k * HYBRID_DEPTH_FACTOR, HYBRID_MIN_DEPTH)
+        legs = {
+            KEYWORD: [r for r, _ in keyword_leg(search, depth)],
+            SEMANTIC: [r for r, _ in semantic_leg(search, depth, vector, model)],
+        }
+        fused = fuse_by_rank(legs, key=lambda r: r.pk)[: search.top_k]
+        hits = [SearchHit(revision=f.item, score=f.score, ranks=dict(f.ranks)) for f in fused]
+    prefetch_related_objects([h.revision for h in hits], "subjects")
+    return hits

@@ -1,0 +1,114 @@
+"""`POST /v1/facts/search`: keyword, semantic or hybrid search over the facts the caller may read.
+
+A POST for its body (a query and filters), not a write: `reads_only` keeps the write throttle
+off it, and its audit phase is `retrieve`.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from drf_spectacular.utils import extend_schema
+from rest_framework import serializers
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from audit.recording import AuditedView
+from facts.search import MAX_TOP_K, MODES, FactSearch, SearchHit, fact_search
+from facts.serializers import FactOutput, StrictSerializer, TextField
+from kindmem.access import readers_for
+from kindmem.permissions import principal_of
+from kindmem.serializers import ErrorOutput
+
+MAX_QUERY_CHARS = 2_000
+MAX_TAGS = 20
+ERRORS = {400: ErrorOutput, 401: ErrorOutput, 403: ErrorOutput, 503: ErrorOutput}
+
+
+class SearchScopeInput(StrictSerializer):
+    """Narrowing within what the guard lets through: every given key must match exactly."""
+
+    org_id = serializers.UUIDField(required=False)
+    project_id = serializers.UUIDField(required=False)
+    user_id = serializers.UUIDField(required=False)
+    participant_id = TextField(required=False, max_length=200, min_length=1)
+    thread_id = TextField(required=False, max_length=200, min_length=1)
+    session_id = TextField(required=False, max_length=200, min_length=1)
+
+
+class FactSearchInput(StrictSerializer):
+    mode = serializers.ChoiceField(choices=MODES, default="hybrid")
+    query = TextField(max_length=MAX_QUERY_CHARS, trim_whitespace=False)
+    type = TextField(required=False, max_length=100, min_length=1)
+    scope = SearchScopeInput(required=False)
+    tags = serializers.ListField(
+        child=TextField(max_length=100, min_length=1), required=False, max_length=MAX_TAGS
+    )
+    valid_at = serializers.DateTimeField(required=False)
+    top_k = serializers.IntegerField(required=False, min_value=1, max_value=MAX_TOP_K, default=10)
+
+    def validate_query(self, value: str) -> str:
+        if not value.strip():
+            raise serializers.ValidationError("The query is empty.")
+        if "\x00" in value:
+            raise serializers.ValidationError("The query contains a NUL character.")
+        return value
+
+
+class SearchHitOutput(serializers.Serializer):
+    fact = FactOutput(source="revision")
+    score = serializers.FloatField()
+    ranks = serializers.DictField(child=serializers.IntegerField())
+
+
+class FactSearchOutput(serializers.Serializer):
+    hits = SearchHitOutput(many=True)
+
+
+class FactSearchView(AuditedView):
+    """Search the facts the credential may read; each hit's fact in the facts API's shape."""
+
+    audit_kind = "fact"
+    audit_phases: ClassVar[dict[str, str]] = {"POST": "retrieve"}
+    reads_only = True  # a POST for its body, not a write: the write throttle leaves it alone
+
+    @extend_schema(
+        request=FactSearchInput,
+        responses={200: FactSearchOutput, **ERRORS},
+        operation_id="facts_search",
+    )
+    def post(self, request: Request) -> Response:
+        body = FactSearchInput(data=request.data)
+        body.is_valid(raise_exception=True)
+        v: dict[str, Any] = body.validated_data
+        principal = principal_of(request)
+        scope = {k: str(value) for k, value in v.get("scope", {}).items()}
+        self.audit.query_snapshot = {
+            "mode": v["mode"],
+            "query": v["query"],
+            "top_k": v["top_k"],
+            "type": v.get("type"),
+            "scope": scope,
+            "tags": v.get("tags", []),
+            "valid_at": v["valid_at"].isoformat() if "valid_at" in v else None,
+        }
+        if "project_id" in scope:
+            self.audit.project_id = scope["project_id"]
+        hits: list[SearchHit] = fact_search(
+            search=FactSearch(
+                tenant_id=principal.tenant_id,
+                readers=readers_for(principal),
+                mode=v["mode"],
+                query=v["query"],
+                top_k=v["top_k"],
+                type=v.get("type"),
+                scope=scope,
+                tags=tuple(v.get("tags", ())),
+                valid_at=v.get("valid_at"),
+            )
+        )
+        self.audit.touch(
+            ids=[h.revision.fact_id for h in hits],
+            subjects=[(s.kind, s.subject_id) for h in hits for s in h.revision.subjects.all()],
+        )
+        return Response(FactSearchOutput({"hits": hits}).data)
