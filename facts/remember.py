@@ -48,6 +48,8 @@ from facts.services import (
     _resolve_scope,
     _retention,
     _write_revision,
+    embed_for_write,
+    search_text_of,
 )
 from kindmem import declarations
 from kindmem.access import Principal
@@ -222,6 +224,9 @@ def fact_remember(
     keep_days, keep_until, legal_hold = _retention(tenant_id, type, None)
     who = _attribution(principal)
     window = now + timedelta(days=declaration.keep_days)
+    # Embedded before any lock is taken (the slot's, the run's): no writer queues behind the
+    # embedder; a slow or failing one leaves the revision to the embed task.
+    embedded = embed_for_write(search_text_of(content))
 
     holder = _slot_holder(tenant_id, type, key, resolved, agent.agent_id) if key else None
     try:
@@ -257,6 +262,7 @@ def fact_remember(
                 fact=fact,
                 version=replaced.version + 1 if replaced else 1,
                 content=content,
+                embedded=embedded,
                 who=who,
                 subjects=subjects,
                 retention=(keep_days, keep_until, legal_hold),
