@@ -185,6 +185,10 @@ CALLS: dict[tuple[str, str], Call] = {
         None,
     ),
     ("v1/audit", "get"): lambda w: ("/v1/audit", None),
+    ("v1/facts/search", "post"): lambda w: (
+        "/v1/facts/search",
+        {"mode": "keyword", "query": "a", "top_k": 5},
+    ),
     ("v1/remember", "post"): lambda w: (
         "/v1/remember",
         {"type": "preference", "text": "prefers email", "tool_call_id": "t2"},
@@ -253,6 +257,7 @@ expect("v1/runs/<uuid:run_id>/log", "get",                 [200, 404, 200, 200, 
 expect("v1/runs/<uuid:run_id>/log", "post",                [201, 404, 201, 201, 404, 404, 401, 404])
 expect("v1/runs/<uuid:run_id>/log/verify", "get",          [200, 404, 200, 200, 404, 404, 401, 404])
 expect("v1/audit", "get",                                  [200, 403, 403, 403, 403, 403, 401, 200])
+expect("v1/facts/search", "post",                          [200, 200, 200, 200, 200, 200, 401, 200])
 expect("v1/remember", "post",                              [403, 403, 403, 201, 403, 403, 401, 403])
 expect("v1/approvals", "get",                              [200, 403, 403, 403, 200, 403, 401, 200])
 expect("v1/approvals/<str:approval_id>/approve", "post",   [200, 403, 403, 403, 200, 403, 401, 404])
