@@ -16,7 +16,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from audit.models import Outcome
+from audit.models import Outcome, Phase
 from audit.services import AuditNote, audit_record
 from kindmem.access import Principal
 
@@ -62,6 +62,8 @@ class AuditedView(APIView):
                 note=self.audit,
                 outcome=Outcome.SUCCESS,
                 endpoint=self._endpoint(request),
+                # a successful read wrote nothing but this event: no need to wait for the flush
+                durable=self.audit.phase not in {Phase.READ, Phase.RETRIEVE},
             )
         return response
 

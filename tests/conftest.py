@@ -16,8 +16,8 @@ if TYPE_CHECKING:
 
 
 # What one audited request adds inside a test's transaction: the view's savepoint and its
-# release, the tenant's audit policy, the per-tenant advisory lock, and the event's insert.
-AUDIT_QUERIES = 5
+# release, one statement for the per-tenant lock and the tenant's policy, and the insert.
+AUDIT_QUERIES = 4
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -188,3 +188,19 @@ def test_semantic_recall_without_an_embedder_records_the_failure(api, world):
 def test_unauthenticated_calls_are_not_recorded(api, db):
     assert api.get("/v1/facts").status_code == 401
     assert AuditEvent.objects.count() == 0
+
+
+def test_only_successful_reads_commit_their_event_without_waiting_for_the_flush(api, world):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    def audit_statement(call: Any) -> str:
+        with CaptureQueriesContext(connection) as captured:
+            call()
+        [statement] = [q["sql"] for q in captured if "pg_advisory_xact_lock" in q["sql"]]
+        return statement
+
+    write = audit_statement(lambda: fact_create(api, world.app))
+    read = audit_statement(lambda: api.get("/v1/facts", **world.app.headers))
+    assert "CASE WHEN false" in write  # a write's event is as durable as the write
+    assert "CASE WHEN true" in read
