@@ -9,28 +9,21 @@ import sys
 import time
 import uuid
 from pathlib import Path
-from urllib.parse import quote
 
 import pytest
-from django.db import connection
 from kombu import Connection
 
 from kindmem.models import WorkerHeartbeat
 from kindmem.tasks import record_heartbeat
+from tests.processes import database_url, redis_or_skip
 
 REDIS_URL = os.environ.get("KINDMEM_TEST_REDIS_URL", "")
-
-
-def _database_url() -> str:
-    params = connection.get_connection_params()
-    host = quote(str(params.get("host", "")), safe="")
-    return f"postgresql://{params['user']}@{host}:{params.get('port') or 5432}/{params['dbname']}"
 
 
 def _start_worker(data_dir: Path, broker_url: str) -> subprocess.Popen[bytes]:
     env = {
         **os.environ,
-        "DATABASE_URL": _database_url(),
+        "DATABASE_URL": database_url(),
         "SECRET_KEY": "test-worker",
         "KINDMEM_DATA_DIR": str(data_dir),
         "CELERY_BROKER_URL": broker_url,
@@ -89,12 +82,6 @@ def test_a_real_worker_runs_a_task_from_the_embedded_filesystem_broker(tmp_path)
 @pytest.mark.redis
 @pytest.mark.django_db(transaction=True)
 def test_a_real_worker_runs_a_task_from_redis(tmp_path):
-    if not REDIS_URL:
-        pytest.skip("KINDMEM_TEST_REDIS_URL is not set: no Redis to test against")
-    try:
-        with Connection(REDIS_URL) as probe:
-            probe.ensure_connection(max_retries=1, timeout=2)
-    except Exception as exc:  # any failure to connect means there is no Redis here
-        pytest.skip(f"no Redis answers at {REDIS_URL}: {exc.__class__.__name__}")
+    redis_or_skip(REDIS_URL)
     worker = _start_worker(tmp_path, REDIS_URL)
     _round_trip(Connection(REDIS_URL), worker)

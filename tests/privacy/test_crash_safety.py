@@ -17,12 +17,10 @@ import sys
 import time
 import uuid
 from pathlib import Path
-from urllib.parse import quote
 
 import pytest
-from django.db import connection, transaction
+from django.db import transaction
 from django.urls import reverse
-from kombu import Connection
 
 from audit.models import Outcome, Phase
 from audit.services import AuditNote, audit_record
@@ -32,6 +30,7 @@ from privacy.services import erasure_start
 from runlog.chain import verify_run
 from tests import factories
 from tests.privacy.conftest import plant_person, residue_scan
+from tests.processes import database_url, redis_or_skip
 
 REDIS_URL = os.environ.get("KINDMEM_TEST_REDIS_URL") or "redis://127.0.0.1:6379/15"
 BATCH_SIZE = 4
@@ -42,25 +41,11 @@ PAUSE_MS = 250
 KILL_AT = [(8, 0.0), (45, 0.05), (83, 0.1)]
 
 
-def _database_url() -> str:
-    params = connection.get_connection_params()
-    host = quote(str(params.get("host", "")), safe="")
-    return f"postgresql://{params['user']}@{host}:{params.get('port') or 5432}/{params['dbname']}"
-
-
-def _redis_or_skip() -> None:
-    try:
-        with Connection(REDIS_URL) as probe:
-            probe.ensure_connection(max_retries=1, timeout=2)
-    except Exception as exc:  # any failure to connect means there is no Redis here
-        pytest.skip(f"no Redis answers at {REDIS_URL}: {exc.__class__.__name__}")
-
-
 def _start_worker(data_dir: Path, queue: str) -> subprocess.Popen[bytes]:
     LOGS.append(data_dir / "worker.log")
     env = {
         **os.environ,
-        "DATABASE_URL": _database_url(),
+        "DATABASE_URL": database_url(),
         "SECRET_KEY": "test-worker",
         "KINDMEM_DATA_DIR": str(data_dir),
         "CELERY_BROKER_URL": REDIS_URL,
@@ -108,7 +93,7 @@ def _erasure(erasure_id: uuid.UUID) -> ErasureRequest:
 @pytest.mark.redis
 @pytest.mark.django_db(transaction=True)
 def test_an_erasure_completes_with_zero_residue_under_repeated_sigkill(world, api, tmp_path):
-    _redis_or_skip()
+    redis_or_skip(REDIS_URL)
     queue = f"privacy-crash-{uuid.uuid4().hex[:8]}"
     # given a person with enough data for many batches, and another person beside them
     alice = plant_person(
