@@ -190,7 +190,10 @@ class FactSupersedeView(AuditedView):
 
     audit_phases = {"POST": "write"}
 
-    @extend_schema(request=FactSupersedeInput, responses={201: FactWriteOutput, **ERRORS})
+    @extend_schema(
+        request=FactSupersedeInput,
+        responses={201: FactWriteOutput, 200: FactWriteOutput, **ERRORS},
+    )
     def post(self, request: Request, fact_id: str) -> Response:
         self.audit.touch(ids=[fact_id])
         body = FactSupersedeInput(data=request.data)
@@ -206,7 +209,9 @@ class FactVerifyView(AuditedView):
 
     audit_phases = {"POST": "write"}
 
-    @extend_schema(request=FactVerifyInput, responses={201: FactWriteOutput, **ERRORS})
+    @extend_schema(
+        request=FactVerifyInput, responses={201: FactWriteOutput, 200: FactWriteOutput, **ERRORS}
+    )
     def post(self, request: Request, fact_id: str) -> Response:
         self.audit.touch(ids=[fact_id])
         principal = principal_of(request)
@@ -240,7 +245,9 @@ class FactLinksView(AuditedView):
         self.audit.query_snapshot = {k: str(v) for k, v in params.validated_data.items()}
         return Response(LinkTraversalOutput({"reached": reached}).data)
 
-    @extend_schema(request=LinkCreateInput, responses={201: LinkCreateOutput, **ERRORS})
+    @extend_schema(
+        request=LinkCreateInput, responses={201: LinkCreateOutput, 200: LinkCreateOutput, **ERRORS}
+    )
     def post(self, request: Request, fact_id: str) -> Response:
         self.audit.touch(ids=[fact_id])
         body = LinkCreateInput(data=request.data)

@@ -500,3 +500,30 @@ def test_the_history_and_the_links_cost_a_fixed_number_of_queries(
     with django_assert_num_queries(7 + AUDIT_QUERIES):
         links = api.get(f"/v1/facts/{head}/links", {"hops": 3}, **run.headers)
     assert [r["hops"] for r in links.json()["reached"]] == [1, 2, 3]
+
+
+def test_repeated_writes_answer_200_and_the_schema_documents_it(api, world) -> None:
+    # given: a fact, and a second one to link to (found by the CI fuzzer: an unchanged
+    # supersede answered 200 while the schema promised only 201)
+    fact = create(api, world.admin, content="same").json()["fact"]
+    other = create(api, world.admin, content="other").json()["fact"]
+    link = {"target": other["id"], "type": "related"}
+    writes = {
+        "/v1/facts/{fact_id}/supersede": (f"/v1/facts/{fact['id']}/supersede", {"content": "same"}),
+        "/v1/facts/{fact_id}/links": (f"/v1/facts/{fact['id']}/links", link),
+    }
+    api.post(*writes["/v1/facts/{fact_id}/links"], format="json", **world.admin.headers)
+
+    # when: each write repeats what is already there
+    answers = {
+        route: api.post(path, body, format="json", **world.admin.headers)
+        for route, (path, body) in writes.items()
+    }
+
+    # then: 200 (nothing written), a status the OpenAPI schema documents for the operation
+    schema = api.get("/v1/schema", HTTP_ACCEPT="application/json").json()
+    for route, answer in answers.items():
+        assert answer.status_code == 200, (route, answer.json())
+        assert "200" in schema["paths"][route]["post"]["responses"], route
+    assert Revision.objects.filter(fact_id=fact["id"]).count() == 1
+    assert Link.objects.filter(source_id=fact["id"]).count() == 1
