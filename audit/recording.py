@@ -19,6 +19,7 @@ from rest_framework.views import APIView
 from audit.models import Outcome, Phase
 from audit.services import AuditNote, audit_record
 from kindmem.access import Principal
+from kindmem.row_security import tenant_context
 
 logger = logging.getLogger(__name__)
 
@@ -71,7 +72,8 @@ class AuditedView(APIView):
         principal = self._principal()
         if principal is None:
             return
-        with transaction.atomic():
+        # the request's rollback also undid its tenant setting (kindmem/row_security.py)
+        with tenant_context(principal.tenant_id), transaction.atomic():
             audit_record(
                 principal=principal,
                 note=self.audit,

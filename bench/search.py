@@ -38,7 +38,6 @@ import urllib.request
 import uuid
 from collections import Counter
 from pathlib import Path
-from urllib.parse import quote
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "kindmem.settings")
@@ -56,6 +55,7 @@ from bench.search_vectors import corpus_vectors  # noqa: E402
 from facts.models import Fact  # noqa: E402
 from facts.search import FactSearch, fact_search_embedded, searchable  # noqa: E402
 from kindmem.access import Principal, readers_for  # noqa: E402
+from kindmem.embedded_db import process_database_env  # noqa: E402
 from kindmem.models import ApiKey, Project, Tenant  # noqa: E402
 
 DATABASE = "kindmem_bench_search"
@@ -320,16 +320,10 @@ def post(url: str, token: str, mode: str, query: str) -> dict:
         return json.loads(response.read())
 
 
-def database_url() -> str:
-    params = connection.get_connection_params()
-    host = quote(str(params.get("host", "")), safe="")
-    return f"postgresql://{params['user']}@{host}:{params.get('port') or 5432}/{params['dbname']}"
-
-
 def start_server(port: int, embedder: str) -> subprocess.Popen[bytes]:
     env = {
         **os.environ,
-        "DATABASE_URL": database_url(),
+        **process_database_env(connection.get_connection_params(), settings.KINDMEM_APP_ROLE),
         "SECRET_KEY": "bench-search",
         "KINDMEM_EMBEDDER": embedder,
         "KINDMEM_EMBEDDER_THREADS": "1",

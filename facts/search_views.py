@@ -16,6 +16,7 @@ from rest_framework.response import Response
 from audit.recording import AuditedView
 from facts.search import MAX_TOP_K, MODES, FactSearch, SearchHit, fact_search
 from facts.serializers import FactOutput, StrictSerializer, TextField
+from kindmem import fields
 from kindmem.access import readers_for
 from kindmem.permissions import principal_of
 from kindmem.serializers import ErrorOutput
@@ -28,9 +29,9 @@ ERRORS = {400: ErrorOutput, 401: ErrorOutput, 403: ErrorOutput, 503: ErrorOutput
 class SearchScopeInput(StrictSerializer):
     """Narrowing within what the guard lets through: every given key must match exactly."""
 
-    org_id = serializers.UUIDField(required=False)
-    project_id = serializers.UUIDField(required=False)
-    user_id = serializers.UUIDField(required=False)
+    org_id = fields.UUIDField(required=False)
+    project_id = fields.UUIDField(required=False)
+    user_id = fields.UUIDField(required=False)
     participant_id = TextField(required=False, max_length=200, min_length=1)
     thread_id = TextField(required=False, max_length=200, min_length=1)
     session_id = TextField(required=False, max_length=200, min_length=1)

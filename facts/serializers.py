@@ -16,6 +16,7 @@ from rest_framework import serializers
 
 from facts.models import FactSubjectKind, Revision, Trust
 from facts.services import MAX_HOPS, RetentionInput, SubjectInput
+from kindmem import fields
 
 MAX_CONTENT_BYTES = 32 * 1024
 MAX_LIST_LIMIT = 200
@@ -63,9 +64,9 @@ class PatternField(_NoCoercion, serializers.RegexField):
 
 
 class ScopeInput(StrictSerializer):
-    org_id = serializers.UUIDField(required=False, allow_null=True)
-    project_id = serializers.UUIDField(required=False, allow_null=True)
-    user_id = serializers.UUIDField(required=False, allow_null=True)
+    org_id = fields.UUIDField(required=False, allow_null=True)
+    project_id = fields.UUIDField(required=False, allow_null=True)
+    user_id = fields.UUIDField(required=False, allow_null=True)
     participant_id = TextField(required=False, allow_null=True, max_length=200, min_length=1)
     thread_id = TextField(required=False, allow_null=True, max_length=200, min_length=1)
     session_id = TextField(required=False, allow_null=True, max_length=200, min_length=1)
@@ -190,9 +191,9 @@ def cursor_decode(value: str) -> tuple[datetime, uuid.UUID]:
 class FactListInput(StrictSerializer):
     type = TextField(required=False, max_length=100)
     tag = TextField(required=False, max_length=100)
-    org_id = serializers.UUIDField(required=False)
-    project_id = serializers.UUIDField(required=False)
-    user_id = serializers.UUIDField(required=False)
+    org_id = fields.UUIDField(required=False)
+    project_id = fields.UUIDField(required=False)
+    user_id = fields.UUIDField(required=False)
     participant_id = TextField(required=False, max_length=200)
     thread_id = TextField(required=False, max_length=200)
     session_id = TextField(required=False, max_length=200)
@@ -211,7 +212,7 @@ class FactListInput(StrictSerializer):
 
 
 class LinkCreateInput(StrictSerializer):
-    target = serializers.UUIDField()
+    target = fields.UUIDField()
     type = PatternField(r"^[A-Za-z0-9][A-Za-z0-9_.:-]*$", max_length=100)
     confidence = serializers.FloatField(
         required=False, allow_null=True, min_value=0.0, max_value=1.0
@@ -237,7 +238,7 @@ class AttributionOutput(serializers.Serializer):
 
 
 class GeneratedByOutput(serializers.Serializer):
-    run_id = serializers.UUIDField(source="generated_by_run_id")
+    run_id = fields.UUIDField(source="generated_by_run_id")
     step_id = serializers.CharField(source="generated_by_step_id", allow_null=True)
     tool_call_id = serializers.CharField(source="generated_by_tool_call_id", allow_null=True)
 
@@ -269,8 +270,8 @@ class FactOutput(serializers.Serializer):
     """A revision in the seed's Fact shape (snake_case): `id` is the fact, `revision_id` this
     revision. Needs `fact` selected and `subjects` prefetched (no query per row)."""
 
-    id = serializers.UUIDField(source="fact_id")
-    revision_id = serializers.UUIDField(source="id")
+    id = fields.UUIDField(source="fact_id")
+    revision_id = fields.UUIDField(source="id")
     type = serializers.CharField(source="fact.type")
     scope = ScopeOutput(source="fact.scope")
     key = serializers.CharField(source="fact.key", allow_null=True)
@@ -297,7 +298,7 @@ class FactOutput(serializers.Serializer):
     expires_at = serializers.DateTimeField(allow_null=True)
     source = serializers.JSONField(allow_null=True)
     caused_by_log_id = serializers.ListField(child=serializers.CharField())
-    supersedes = serializers.UUIDField(source="supersedes_id", allow_null=True)
+    supersedes = fields.UUIDField(source="supersedes_id", allow_null=True)
     # pending | done | failed | none: whether semantic search can find this revision yet
     embedding_state = serializers.CharField()
 
@@ -324,9 +325,9 @@ class RevisionListOutput(serializers.Serializer):
 
 
 class LinkOutput(serializers.Serializer):
-    id = serializers.UUIDField()
-    source = serializers.UUIDField(source="source_id")
-    target = serializers.UUIDField(source="target_id")
+    id = fields.UUIDField()
+    source = fields.UUIDField(source="source_id")
+    target = fields.UUIDField(source="target_id")
     type = serializers.CharField()
     confidence = serializers.FloatField(allow_null=True)
     provenance = serializers.JSONField(allow_null=True)

@@ -396,8 +396,8 @@ def _write_revision(
     if embedded.needs_task:
         from facts.tasks import embed_revisions  # here: tasks imports this module
 
-        revision_id = str(revision.pk)
-        transaction.on_commit(lambda: embed_revisions.delay([revision_id]))
+        revision_id, tenant = str(revision.pk), str(fact.tenant_id)
+        transaction.on_commit(lambda: embed_revisions.delay([revision_id], tenant_id=tenant))
     Subject.objects.bulk_create(
         [
             Subject(

@@ -7,6 +7,7 @@ from celery import shared_task
 
 from facts import services, sweeps
 from facts.embedding import EmbeddingFailed
+from kindmem.row_security import each_tenant, tenant_context
 
 
 @shared_task(
@@ -17,19 +18,20 @@ from facts.embedding import EmbeddingFailed
     time_limit=300,
     soft_time_limit=270,
 )
-def embed_revisions(revision_ids: list[str]) -> int:
-    """Embed the revisions of `revision_ids` still without a vector of the configured model;
-    safe to run twice."""
-    return services.revisions_embed(revision_ids=revision_ids)
+def embed_revisions(revision_ids: list[str], tenant_id: str) -> int:
+    """Embed the revisions of `revision_ids` (of `tenant_id`) still without a vector of the
+    configured model; safe to run twice."""
+    with tenant_context(tenant_id):
+        return services.revisions_embed(revision_ids=revision_ids)
 
 
 @shared_task(name="facts.tasks.sweep_expired_facts", acks_late=True, time_limit=600)
 def sweep_expired_facts() -> int:
     """Beat: invalidate revisions past expires_at (see facts.sweeps)."""
-    return sum(sweeps.expiry_sweep().values())
+    return sum(sum(sweeps.expiry_sweep().values()) for _ in each_tenant())
 
 
 @shared_task(name="facts.tasks.purge_facts", acks_late=True, time_limit=600)
 def purge_facts() -> int:
     """Beat: delete ended facts' revisions whose purge delay has passed (see facts.sweeps)."""
-    return sum(sweeps.purge().values())
+    return sum(sum(sweeps.purge().values()) for _ in each_tenant())

@@ -11,6 +11,7 @@ from rest_framework import authentication, exceptions
 from kindmem.access import Principal
 from kindmem.credentials import API_KEY_MARKER, matches, split_token
 from kindmem.models import ApiKey, Run
+from kindmem.row_security import enter_credential
 
 # last_used_at is refreshed at most this often, so a busy key is not a write per request.
 LAST_USED_GRANULARITY = timedelta(minutes=1)
@@ -31,6 +32,9 @@ class BearerAuthentication(authentication.BaseAuthentication):
         if parsed is None:
             raise exceptions.AuthenticationFailed("Invalid credential.")
         marker, prefix = parsed
+        # From here on this request sees only the credential's tenant's rows (the app role,
+        # row security); no such credential: no rows at all, so the lookups below find none.
+        enter_credential("key" if marker == API_KEY_MARKER else "run", prefix)
         principal = (
             self._api_key(token, prefix) if marker == API_KEY_MARKER else self._run(token, prefix)
         )

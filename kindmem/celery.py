@@ -16,6 +16,7 @@ app.autodiscover_tasks()
 
 @worker_init.connect
 def refuse_a_database_that_is_not_durable(**_: object) -> None:
-    from kindmem.durability import assert_durable_database
+    from kindmem.durability import assert_confined_login, assert_durable_database
 
     assert_durable_database()
+    assert_confined_login()

@@ -33,3 +33,33 @@ def assert_durable_database() -> None:
     problems = database_problems()
     if problems:
         raise ImproperlyConfigured("kindmem refuses to start: " + "; ".join(problems))
+
+
+def login_problems() -> list[str]:
+    """Why this process's login could step around row security; empty when it cannot."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT rolsuper, rolbypassrls,"
+            " EXISTS (SELECT 1 FROM pg_tables WHERE schemaname = 'public'"
+            " AND tableowner = current_user)"
+            " FROM pg_roles WHERE rolname = current_user"
+        )
+        superuser, bypasses, owns_tables = cursor.fetchone()
+    problems = []
+    if superuser or bypasses:
+        problems.append("its database login is a superuser or may bypass row security")
+    if owns_tables:
+        problems.append("its database login owns tables (it could disable row security)")
+    return problems
+
+
+def assert_confined_login() -> None:
+    """Web and worker processes must log in as the app role (README: Database roles)."""
+    problems = login_problems()
+    if problems:
+        raise ImproperlyConfigured(
+            "kindmem refuses to serve: "
+            + "; ".join(problems)
+            + ". Set KINDMEM_DATABASE_LOGIN=app (the default for kindmem.wsgi) and give"
+            " DATABASE_URL the app role, DATABASE_MIGRATION_URL the tables' owner."
+        )

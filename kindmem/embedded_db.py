@@ -19,6 +19,9 @@ from urllib.parse import parse_qs, urlparse
 logger = logging.getLogger(__name__)
 
 DATABASE_NAME = "kindmem"
+# The role web and worker processes log in as: it owns no table and row security confines it
+# (migrations run as the server's superuser, which owns the tables).
+APP_ROLE = "kindmem_app"
 
 
 def ensure_embedded_database(data_dir: Path, database: str = DATABASE_NAME) -> dict[str, str]:
@@ -35,6 +38,7 @@ def ensure_embedded_database(data_dir: Path, database: str = DATABASE_NAME) -> d
     socket_dir = parse_qs(uri.query)["host"][0]
     params = {"host": socket_dir, "user": uri.username or "postgres", "port": str(uri.port or 5432)}
     _create_database_once(params, database)
+    _create_app_role_once(params)
     return {**params, "dbname": database}
 
 
@@ -84,5 +88,35 @@ def _create_database_once(params: dict[str, str], database: str) -> None:
             conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(database)))
 
 
+def _create_app_role_once(params: dict[str, str]) -> None:
+    """The app role: it may log in (over the server's local socket) and nothing more."""
+    import psycopg
+    from psycopg import sql
+
+    with psycopg.connect(dbname="postgres", autocommit=True, **params) as conn:
+        if conn.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", [APP_ROLE]).fetchone():
+            return
+        with contextlib.suppress(psycopg.errors.DuplicateObject, psycopg.errors.UniqueViolation):
+            conn.execute(
+                sql.SQL(
+                    "CREATE ROLE {} LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOBYPASSRLS"
+                ).format(sql.Identifier(APP_ROLE))
+            )
+
+
 def embedded_data_dir() -> Path:
     return Path(os.environ.get("KINDMEM_DATA_DIR", "var")).resolve()
+
+
+def process_database_env(params: dict[str, object], app_role: str) -> dict[str, str]:
+    """Environment for a web or worker subprocess on the database of these libpq `params`
+    (a test or bench database): DATABASE_URL as the app role, migrations as `params`' user."""
+    from urllib.parse import quote
+
+    host = quote(str(params.get("host", "")), safe="")
+    where = f"{host}:{params.get('port') or 5432}/{params['dbname']}"
+    return {
+        "DATABASE_URL": f"postgresql://{app_role}@{where}",
+        "DATABASE_MIGRATION_URL": f"postgresql://{params['user']}@{where}",
+        "KINDMEM_DATABASE_LOGIN": "app",
+    }

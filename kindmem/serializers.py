@@ -2,14 +2,16 @@ from __future__ import annotations
 
 from rest_framework import serializers
 
+from kindmem import fields
+
 
 class RunMintInput(serializers.Serializer):
     agent_id = serializers.SlugField(max_length=100)
-    project_id = serializers.UUIDField()
+    project_id = fields.UUIDField()
     participant_id = serializers.CharField(
         max_length=200, required=False, allow_null=True, trim_whitespace=False
     )
-    user_id = serializers.UUIDField(required=False, allow_null=True)
+    user_id = fields.UUIDField(required=False, allow_null=True)
     thread_id = serializers.CharField(
         max_length=200, required=False, allow_null=True, trim_whitespace=False
     )
@@ -19,12 +21,12 @@ class RunMintInput(serializers.Serializer):
 
 
 class RunOutput(serializers.Serializer):
-    id = serializers.UUIDField()
+    id = fields.UUIDField()
     agent_id = serializers.CharField(source="agent.agent_id")
     agent_version = serializers.CharField()
-    project_id = serializers.UUIDField()
+    project_id = fields.UUIDField()
     participant_id = serializers.CharField(allow_null=True)
-    user_id = serializers.UUIDField(allow_null=True)
+    user_id = fields.UUIDField(allow_null=True)
     thread_id = serializers.CharField(allow_null=True)
     session_id = serializers.CharField(allow_null=True)
     created_at = serializers.DateTimeField()
@@ -48,9 +50,9 @@ class ReadersOutput(serializers.Serializer):
 
 class WhoAmIOutput(serializers.Serializer):
     kind = serializers.CharField()
-    tenant_id = serializers.UUIDField()
+    tenant_id = fields.UUIDField()
     principal = serializers.CharField()
-    run_id = serializers.UUIDField(allow_null=True)
+    run_id = fields.UUIDField(allow_null=True)
     readers = ReadersOutput()
 
 

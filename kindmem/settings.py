@@ -99,6 +99,7 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "kindmem.row_security.TenantMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
 ]
@@ -122,22 +123,33 @@ TEMPLATES = [
     },
 ]
 
+# Two logins (docs: README "Database roles"). Migrations and management commands log in as
+# the migration role, which owns the tables; web and worker processes (kindmem/wsgi.py,
+# kindmem/celery.py) log in as the app role, which owns nothing and which row security
+# confines to one tenant (kindmem/row_security.py).
+DATABASE_LOGIN = env_choice("KINDMEM_DATABASE_LOGIN", "migration", {"migration", "app"})
 if EMBEDDED_DATABASE:
+    from kindmem.embedded_db import APP_ROLE
+
     _params = ensure_embedded_database(DATA_DIR)
-    DATABASES = {
-        "default": {
-            "ENGINE": "django.db.backends.postgresql",
-            "NAME": _params["dbname"],
-            "USER": _params["user"],
-            "HOST": _params["host"],
-            "PORT": _params["port"],
-            "CONN_MAX_AGE": 0,
-        }
+    _migration_login = {
+        "ENGINE": "django.db.backends.postgresql",
+        "NAME": _params["dbname"],
+        "USER": _params["user"],
+        "HOST": _params["host"],
+        "PORT": _params["port"],
+        "CONN_MAX_AGE": 0,
     }
+    _app_login = {**_migration_login, "USER": APP_ROLE}
 else:
-    DATABASES = {"default": dj_database_url.parse(os.environ["DATABASE_URL"], conn_max_age=60)}
-    if DATABASES["default"]["ENGINE"] != "django.db.backends.postgresql":
+    _app_login = dj_database_url.parse(os.environ["DATABASE_URL"], conn_max_age=60)
+    _migration_login = dj_database_url.parse(
+        os.environ.get("DATABASE_MIGRATION_URL") or os.environ["DATABASE_URL"], conn_max_age=60
+    )
+    if _app_login["ENGINE"] != "django.db.backends.postgresql":
         raise ImproperlyConfigured("DATABASE_URL must name a PostgreSQL database (with pgvector)")
+KINDMEM_APP_ROLE = _app_login["USER"]
+DATABASES = {"default": _app_login if DATABASE_LOGIN == "app" else _migration_login}
 
 # The database cache (the write throttle's counters) talks over a connection of its own, in
 # autocommit: on the request's connection its counter row would stay locked until the request's

@@ -56,7 +56,7 @@ def erasure_start(
     ErasureHold.objects.create(
         tenant_id=tenant_id, subject_kind=target_kind, subject_id=target_id, erasure_id=request.id
     )
-    erase_subject.delay_on_commit(str(request.id))
+    erase_subject.delay_on_commit(str(request.id), tenant_id=str(tenant_id))
     return request
 
 
@@ -105,7 +105,7 @@ def access_request_start(
         status=RequestStatus.PENDING,
     )
     _audit(actor, subject=f"{subject_kind}:{subject_id}", object_id=request.id, endpoint=endpoint)
-    build_access_export.delay_on_commit(str(request.id))
+    build_access_export.delay_on_commit(str(request.id), tenant_id=str(actor.tenant_id))
     return request
 
 

@@ -9,14 +9,16 @@ from django.conf import settings
 from django.db.models import Q
 from django.utils import timezone
 
+from kindmem.row_security import each_tenant, tenant_context
 from privacy.erasure import erasure_run
 from privacy.models import ErasureRequest, RequestStatus
 
 
 @shared_task(name="privacy.tasks.erase_subject", acks_late=True, max_retries=3)
-def erase_subject(erasure_id: str) -> str | None:
-    """Run or resume one erasure (idempotent: a finished erasure is left as it is)."""
-    request = erasure_run(erasure_id=uuid.UUID(erasure_id))
+def erase_subject(erasure_id: str, tenant_id: str) -> str | None:
+    """Run or resume one erasure of `tenant_id` (idempotent: a finished one is left as it is)."""
+    with tenant_context(tenant_id):
+        request = erasure_run(erasure_id=uuid.UUID(erasure_id))
     return request.status if request else None
 
 
@@ -25,16 +27,18 @@ def erase_subject(erasure_id: str) -> str | None:
 @shared_task(name="privacy.tasks.resume_erasures", time_limit=60, soft_time_limit=50)
 def resume_erasures(*, stale_only: bool = True) -> int:
     """Re-enqueue erasures whose worker stopped (a crash, a lost message). Beat runs it."""
-    unfinished = ErasureRequest.objects.filter(
-        status__in=[RequestStatus.PENDING, RequestStatus.RUNNING]
-    )
-    if stale_only:
-        stale = timezone.now() - timedelta(seconds=settings.ERASURE_STALE_SECONDS)
-        unfinished = unfinished.filter(Q(heartbeat_at__lt=stale) | Q(heartbeat_at__isnull=True))
-    ids = list(unfinished.order_by("created_at").values_list("id", flat=True))
-    for erasure_id in ids:
-        erase_subject.delay(str(erasure_id))
-    return len(ids)
+    resumed = 0
+    for tenant_id in each_tenant():
+        unfinished = ErasureRequest.objects.filter(
+            status__in=[RequestStatus.PENDING, RequestStatus.RUNNING]
+        )
+        if stale_only:
+            stale = timezone.now() - timedelta(seconds=settings.ERASURE_STALE_SECONDS)
+            unfinished = unfinished.filter(Q(heartbeat_at__lt=stale) | Q(heartbeat_at__isnull=True))
+        for erasure_id in unfinished.order_by("created_at").values_list("id", flat=True):
+            erase_subject.delay(str(erasure_id), tenant_id=tenant_id)
+            resumed += 1
+    return resumed
 
 
 @worker_ready.connect
@@ -45,16 +49,18 @@ def resume_erasures_when_a_worker_starts(**_: object) -> None:
 
 
 @shared_task(name="privacy.tasks.build_access_export", acks_late=True, max_retries=3)
-def build_access_export(access_request_id: str) -> str | None:
-    """Build one subject access export (idempotent: a finished export is left as it is)."""
+def build_access_export(access_request_id: str, tenant_id: str) -> str | None:
+    """Build one subject access export of `tenant_id` (idempotent: a finished export is left
+    as it is)."""
     from privacy.models import AccessRequest
     from privacy.services import access_export_build
 
-    try:
-        request = access_export_build(access_request_id=uuid.UUID(access_request_id))
-    except Exception as exc:
-        AccessRequest.objects.filter(pk=access_request_id).update(
-            status=RequestStatus.FAILED, error=f"{exc.__class__.__name__}: {exc}"[:2000]
-        )
-        raise
+    with tenant_context(tenant_id):
+        try:
+            request = access_export_build(access_request_id=uuid.UUID(access_request_id))
+        except Exception as exc:
+            AccessRequest.objects.filter(pk=access_request_id).update(
+                status=RequestStatus.FAILED, error=f"{exc.__class__.__name__}: {exc}"[:2000]
+            )
+            raise
     return request.status if request else None

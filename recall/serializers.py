@@ -4,6 +4,7 @@ from typing import Any
 
 from rest_framework import serializers
 
+from kindmem import fields
 from recall.models import RECALLABLE_ROLES, Role
 from recall.services import MAX_BATCH, MAX_TEXT_CHARS
 
@@ -26,9 +27,9 @@ class AppendInput(serializers.Serializer):
     text = serializers.CharField(max_length=MAX_TEXT_CHARS, trim_whitespace=False, required=False)
     messages = MessageInput(many=True, required=False, max_length=MAX_BATCH, min_length=1)
     agent_id = serializers.SlugField(max_length=100, required=False)
-    project_id = serializers.UUIDField(required=False)
+    project_id = fields.UUIDField(required=False)
     participant_id = serializers.CharField(required=False, **ID_FIELD)
-    user_id = serializers.UUIDField(required=False)
+    user_id = fields.UUIDField(required=False)
     segments = serializers.ListField(
         child=serializers.CharField(max_length=200, trim_whitespace=False),
         max_length=10,
@@ -68,8 +69,8 @@ class SelectionInput(serializers.Serializer):
     before_sequence = serializers.IntegerField(required=False, min_value=1)
     exclude_conversation_id = serializers.CharField(required=False, **ID_FIELD)
     participant_id = serializers.CharField(required=False, **ID_FIELD)
-    user_id = serializers.UUIDField(required=False)
-    project_id = serializers.UUIDField(required=False)
+    user_id = fields.UUIDField(required=False)
+    project_id = fields.UUIDField(required=False)
     segments_prefix = serializers.ListField(
         child=serializers.CharField(max_length=200, trim_whitespace=False),
         max_length=10,
@@ -117,11 +118,11 @@ class RecalledMessageOutput(serializers.Serializer):
     text = serializers.CharField(source="message.text")
     created_at = serializers.DateTimeField(source="message.created_at")
     agent_id = serializers.CharField(source="message.conversation.agent.agent_id")
-    project_id = serializers.UUIDField(source="message.conversation.project_id", allow_null=True)
+    project_id = fields.UUIDField(source="message.conversation.project_id", allow_null=True)
     participant_id = serializers.CharField(
         source="message.conversation.participant_id", allow_null=True
     )
-    user_id = serializers.UUIDField(source="message.conversation.user_id", allow_null=True)
+    user_id = fields.UUIDField(source="message.conversation.user_id", allow_null=True)
     before = NeighbourOutput(allow_null=True)
     after = NeighbourOutput(allow_null=True)
 

@@ -92,8 +92,8 @@ def conversation_append(
     if retry:
         from recall.tasks import embed_messages  # here: tasks imports this module
 
-        ids = [rows[i].id for i in indexed]
-        transaction.on_commit(lambda: embed_messages.delay(ids))
+        ids, tenant = [rows[i].id for i in indexed], str(conversation.tenant_id)
+        transaction.on_commit(lambda: embed_messages.delay(ids, tenant_id=tenant))
     return conversation, rows
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from celery import shared_task
 
 from facts.embedding import EmbeddingFailed
+from kindmem.row_security import tenant_context
 from recall import services
 
 
@@ -16,6 +17,7 @@ from recall import services
     time_limit=300,
     soft_time_limit=270,
 )
-def embed_messages(message_ids: list[int]) -> int:
-    """Embed the messages of `message_ids` still pending; safe to run twice."""
-    return services.messages_embed_pending(message_ids=message_ids)
+def embed_messages(message_ids: list[int], tenant_id: str) -> int:
+    """Embed the messages of `message_ids` (of `tenant_id`) still pending; safe to run twice."""
+    with tenant_context(tenant_id):
+        return services.messages_embed_pending(message_ids=message_ids)

@@ -1,20 +1,19 @@
-"""What tests that start real processes (a worker, a web server) share: the test database's
-URL for them, and the Redis they may use."""
+"""What tests that start real processes (a worker, a web server) share: the test database
+for them, and the Redis they may use."""
 
 from __future__ import annotations
 
-from urllib.parse import quote
-
 import pytest
+from django.conf import settings
 from django.db import connection
 from kombu import Connection
 
+from kindmem.embedded_db import process_database_env
 
-def database_url() -> str:
-    """DATABASE_URL of the test database (the embedded server's socket) for a subprocess."""
-    params = connection.get_connection_params()
-    host = quote(str(params.get("host", "")), safe="")
-    return f"postgresql://{params['user']}@{host}:{params.get('port') or 5432}/{params['dbname']}"
+
+def database_env() -> dict[str, str]:
+    """The test database for a web or worker subprocess: it logs in as the app role."""
+    return process_database_env(connection.get_connection_params(), settings.KINDMEM_APP_ROLE)
 
 
 def redis_or_skip(url: str) -> None:

@@ -12,7 +12,7 @@ from approvals.models import Approval, ApprovalStatus
 from facts.models import Revision
 from tests import factories
 from tests.approvals.conftest import declare, remember, reviewer_create
-from tests.conftest import AUDIT_QUERIES
+from tests.conftest import AUDIT_QUERIES, TENANT_QUERIES
 
 
 def _pending(api, run, text, **body):
@@ -35,7 +35,7 @@ def test_the_queue_lists_pending_memories_oldest_first_in_one_query_set(
     remember(api, agent_run, text="Plain fact.")
     # when a reviewer lists the queue
     # (key 2, reviewer role 1, approvals 1, subjects 1, and the audit event): not per row
-    with django_assert_num_queries(5 + AUDIT_QUERIES):
+    with django_assert_num_queries(5 + TENANT_QUERIES + AUDIT_QUERIES):
         response = api.get("/v1/approvals", **reviewer.key.headers)
     # then the three pending ones come, oldest first, with reasons and the spans
     assert response.status_code == 200

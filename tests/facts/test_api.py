@@ -13,7 +13,7 @@ from django.utils import timezone
 from facts.models import Fact, Link, Revision, Subject
 from kindmem.models import ErasureHold
 from tests import factories
-from tests.conftest import AUDIT_QUERIES
+from tests.conftest import AUDIT_QUERIES, TENANT_QUERIES
 
 pytestmark = pytest.mark.django_db
 
@@ -168,7 +168,7 @@ def test_the_list_shows_only_readable_current_facts(api, world, django_assert_nu
     run = factories.run_create(world.app, world.project, participant_id="p-1")
 
     # when: the run for p-1 lists facts (auth, list, subjects, and the audit event)
-    with django_assert_num_queries(3 + AUDIT_QUERIES):
+    with django_assert_num_queries(3 + TENANT_QUERIES + AUDIT_QUERIES):
         response = api.get("/v1/facts", **run.headers)
 
     # then: only p-1's current, approved, unexpired fact
@@ -492,12 +492,12 @@ def test_the_history_and_the_links_cost_a_fixed_number_of_queries(
     run = factories.run_create(world.app, world.project, participant_id="p-1")
 
     # when / then: history is auth, revisions, subjects (and the audit event)
-    with django_assert_num_queries(3 + AUDIT_QUERIES):
+    with django_assert_num_queries(3 + TENANT_QUERIES + AUDIT_QUERIES):
         history = api.get(f"/v1/facts/{head}/revisions", **run.headers)
     assert [r["version"] for r in history.json()["revisions"]] == [3, 2, 1]
 
     # and links are auth, the seed check, one per hop, the reached revisions and their subjects
-    with django_assert_num_queries(7 + AUDIT_QUERIES):
+    with django_assert_num_queries(7 + TENANT_QUERIES + AUDIT_QUERIES):
         links = api.get(f"/v1/facts/{head}/links", {"hops": 3}, **run.headers)
     assert [r["hops"] for r in links.json()["reached"]] == [1, 2, 3]
 

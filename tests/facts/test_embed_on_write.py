@@ -30,7 +30,7 @@ HASHING_MODEL = HashingEmbedder.model
 def sent(monkeypatch: pytest.MonkeyPatch) -> list[list[str]]:
     """What the write path queued for `embed_revisions` (on commit)."""
     queued: list[list[str]] = []
-    monkeypatch.setattr(embed_revisions, "delay", lambda ids: queued.append(ids))
+    monkeypatch.setattr(embed_revisions, "delay", lambda ids, tenant_id: queued.append(ids))
     return queued
 
 
@@ -82,8 +82,8 @@ def test_a_slow_embedder_leaves_the_revision_pending_and_queues_it(
     revision_id = response.json()["fact"]["revision_id"]
     assert sent == [[revision_id]]
     # and when the task runs with the embedder answering, it embeds it, once
-    assert embed_revisions.run([revision_id]) == 1
-    assert embed_revisions.run([revision_id]) == 0
+    assert embed_revisions.run([revision_id], tenant_id=str(world.tenant.id)) == 1
+    assert embed_revisions.run([revision_id], tenant_id=str(world.tenant.id)) == 0
     revision = Revision.objects.get(pk=revision_id)
     assert revision.embedding_state == EmbeddingState.DONE
     assert revision.embedding_model == "remote-model"
@@ -104,11 +104,11 @@ def test_a_failing_embedder_never_fails_the_write(
     assert sent == [[revision_id]]
     # and the task, while the embedder is still down, raises for a retry and leaves it failed
     with pytest.raises(EmbeddingFailed):
-        embed_revisions.run([revision_id])
+        embed_revisions.run([revision_id], tenant_id=str(world.tenant.id))
     assert Revision.objects.get(pk=revision_id).embedding_state == EmbeddingState.FAILED
     # and once the embedder is back, the task embeds it
     http_embedder.default = well_formed
-    assert embed_revisions.run([revision_id]) == 1
+    assert embed_revisions.run([revision_id], tenant_id=str(world.tenant.id)) == 1
     assert Revision.objects.get(pk=revision_id).embedding_state == EmbeddingState.DONE
 
 
@@ -224,7 +224,7 @@ def test_a_real_worker_embeds_the_revisions_the_write_path_left_pending(
     settings.EMBED_BUDGET_MS = 0
     tenant = factories.tenant_create()
     admin = factories.admin_key_create(tenant)
-    monkeypatch.setattr(embed_revisions, "delay", lambda ids: None)  # queued below, explicitly
+    monkeypatch.setattr(embed_revisions, "delay", lambda ids, tenant_id: None)  # queued below
     revision = services.fact_create(
         principal=admin.principal, type="note", content="owns a red bicycle"
     ).revision
@@ -241,7 +241,9 @@ def test_a_real_worker_embeds_the_revisions_the_write_path_left_pending(
     )
     try:
         # when the task is queued on the broker
-        embed_revisions.apply_async(args=[[str(revision.pk)]], connection=broker)
+        embed_revisions.apply_async(
+            args=[[str(revision.pk)]], kwargs={"tenant_id": str(tenant.id)}, connection=broker
+        )
         # then the worker embeds it
         deadline = time.monotonic() + 60
         while not Revision.objects.filter(pk=revision.pk, embedding__isnull=False).exists():

@@ -23,7 +23,7 @@ from facts.search import FactSearch, keyword_leg, semantic_leg
 from kindmem.access import readers_for
 from kindmem.models import ErasureHold
 from tests import factories
-from tests.conftest import AUDIT_QUERIES
+from tests.conftest import AUDIT_QUERIES, TENANT_QUERIES
 from tests.facts.conftest import Reply
 from tests.facts.test_access import Containers, cases, containers, reference  # noqa: F401
 
@@ -423,7 +423,7 @@ def test_hybrid_search_takes_a_fixed_number_of_queries_whatever_the_hit_count(
     # its exact scan (15 readable rows, fewer than its depth of 30) in a savepoint, every hit's
     # subjects at once, and the audit event; all inside the view's own savepoint (the test's
     # transaction is outermost)
-    with django_assert_num_queries(8 + AUDIT_QUERIES):
+    with django_assert_num_queries(8 + TENANT_QUERIES + AUDIT_QUERIES):
         response = search(api, world.admin.headers, mode="hybrid", query="coffee", top_k=15)
     # then 15 hits, with a query count that does not grow with them
     assert len(response.json()["hits"]) == 15

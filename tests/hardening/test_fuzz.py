@@ -24,7 +24,7 @@ from facts.services import fact_create
 from recall import services as recall_services
 from runlog.services import log_append
 from tests import factories
-from tests.processes import database_url
+from tests.processes import database_env
 
 ROOT = Path(settings.BASE_DIR)
 FUZZ_SECONDS = int(os.environ.get("KINDMEM_FUZZ_SECONDS", "60"))
@@ -134,7 +134,7 @@ def test_fuzzing_finds_no_5xx_no_schema_violation_and_no_cross_tenant_id(tmp_pat
         ],
         env={
             **os.environ,
-            "DATABASE_URL": database_url(),
+            **database_env(),
             "SECRET_KEY": "fuzz",
             "KINDMEM_EMBEDDER": "hashing",
             "KINDMEM_WRITE_RATE": "100000/min",

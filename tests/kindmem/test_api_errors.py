@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import pytest
+
 from kindmem.models import Run
 
 
@@ -90,3 +92,18 @@ def test_json_nested_deeper_than_python_recurses_is_a_400_not_a_500(api, world):
     assert response.status_code == 400
     assert response.json()["code"] == "validation-error"
     assert Run.objects.count() == 0
+
+
+@pytest.mark.parametrize("not_a_string", [False, 0, 1234])
+def test_a_uuid_given_as_a_json_number_or_boolean_is_a_validation_error(api, world, not_a_string):
+    # DRF's UUIDField takes an integer as UUID(int=...): `false` became the nil UUID and a
+    # search scoped to it answered 200 (found by the fuzzer); the schema says a string
+    response = api.post(
+        "/v1/facts/search",
+        {"query": "tea", "scope": {"user_id": not_a_string}},
+        format="json",
+        **world.admin.headers,
+    )
+    assert response.status_code == 400, response.json()
+    assert response.json()["code"] == "validation-error"
+    assert "scope" in response.json()["details"]

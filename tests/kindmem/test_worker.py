@@ -15,7 +15,7 @@ from kombu import Connection
 
 from kindmem.models import WorkerHeartbeat
 from kindmem.tasks import record_heartbeat
-from tests.processes import database_url, redis_or_skip
+from tests.processes import database_env, redis_or_skip
 
 REDIS_URL = os.environ.get("KINDMEM_TEST_REDIS_URL", "")
 
@@ -23,7 +23,7 @@ REDIS_URL = os.environ.get("KINDMEM_TEST_REDIS_URL", "")
 def _start_worker(data_dir: Path, broker_url: str) -> subprocess.Popen[bytes]:
     env = {
         **os.environ,
-        "DATABASE_URL": database_url(),
+        **database_env(),
         "SECRET_KEY": "test-worker",
         "KINDMEM_DATA_DIR": str(data_dir),
         "CELERY_BROKER_URL": broker_url,

@@ -126,7 +126,7 @@ def test_an_access_export_is_downloaded_through_an_expiring_audited_link(api, wo
     assert created.json()["download"] is None
     request_id = created.json()["id"]
     # when a worker builds the export and the admin follows the links
-    build_access_export(request_id)
+    build_access_export(request_id, tenant_id=str(world.tenant.id))
     links = api.get(_sar_url(request_id), **world.admin.headers).json()["download"]
     as_json = api.get(links["json"], **world.admin.headers)
     as_zip = api.get(links["zip"], **world.admin.headers)
@@ -162,7 +162,7 @@ def test_a_download_link_of_another_tenant_is_not_found(api, world, other_world)
         format="json",
         **other_world.admin.headers,
     )
-    build_access_export(sar.json()["id"])
+    build_access_export(sar.json()["id"], tenant_id=str(other_world.tenant.id))
     link = api.get(_sar_url(sar.json()["id"]), **other_world.admin.headers).json()["download"]
     # when this tenant's admin uses the link
     response = api.get(link["json"], **world.admin.headers)

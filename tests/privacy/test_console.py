@@ -95,7 +95,7 @@ def test_an_officer_downloads_an_export_from_the_console_through_an_audited_link
         {"tenant": world.tenant.id, "subject_kind": "participant", "subject_id": "participant-dl"},
     )
     access = AccessRequest.objects.get()
-    build_access_export(str(access.id))
+    build_access_export(str(access.id), tenant_id=str(access.tenant_id))
     # when the officer follows the zip link of the list page
     listing = client.get(reverse("admin:privacy_accessrequest_changelist")).content.decode()
     link = re.search(r'href="([^"]+/download/zip/\?token=[^"]+)"', listing).group(1)

@@ -30,7 +30,7 @@ from privacy.services import erasure_start
 from runlog.chain import verify_run
 from tests import factories
 from tests.privacy.conftest import plant_person, residue_scan
-from tests.processes import database_url, redis_or_skip
+from tests.processes import database_env, redis_or_skip
 
 REDIS_URL = os.environ.get("KINDMEM_TEST_REDIS_URL") or "redis://127.0.0.1:6379/15"
 BATCH_SIZE = 4
@@ -45,7 +45,7 @@ def _start_worker(data_dir: Path, queue: str) -> subprocess.Popen[bytes]:
     LOGS.append(data_dir / "worker.log")
     env = {
         **os.environ,
-        "DATABASE_URL": database_url(),
+        **database_env(),
         "SECRET_KEY": "test-worker",
         "KINDMEM_DATA_DIR": str(data_dir),
         "CELERY_BROKER_URL": REDIS_URL,

@@ -221,7 +221,9 @@ def test_the_beat_sweep_re_enqueues_only_erasures_whose_worker_went_quiet(
         status=RequestStatus.RUNNING, heartbeat_at=timezone.now()
     )
     sent: list[str] = []
-    monkeypatch.setattr(tasks.erase_subject, "delay", sent.append)  # the broker, not the DB
+    monkeypatch.setattr(
+        tasks.erase_subject, "delay", lambda erasure_id, tenant_id: sent.append(erasure_id)
+    )  # the broker, not the DB
     # when the beat runs the sweep
     swept = tasks.resume_erasures()
     # then the sweep re-enqueued only the stale erasure

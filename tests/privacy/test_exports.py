@@ -29,7 +29,7 @@ def _export(world, participant_id: str):  # type: ignore[no-untyped-def]
         subject_kind="participant",
         subject_id=participant_id,
     )
-    build_access_export(str(request.id))
+    build_access_export(str(request.id), tenant_id=str(request.tenant_id))
     request.refresh_from_db()
     assert request.status == RequestStatus.COMPLETED
     return request

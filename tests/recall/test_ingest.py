@@ -186,7 +186,7 @@ def test_a_failing_embedder_stores_the_message_and_leaves_it_for_embed_messages(
 
     sent: list[list[int]] = []
     monkeypatch.setattr(HashingEmbedder, "embed", broken)
-    monkeypatch.setattr(embed_messages, "delay", lambda ids: sent.append(ids))
+    monkeypatch.setattr(embed_messages, "delay", lambda ids, tenant_id: sent.append(ids))
     # when the embedder fails on write
     with django_capture_on_commit_callbacks(execute=True):
         response = append(api, run.headers, "conv-1", ("user", "hello"), ("tool", "{}"))
@@ -197,8 +197,8 @@ def test_a_failing_embedder_stores_the_message_and_leaves_it_for_embed_messages(
     assert sent == [[message.id]]
     # and when the embedder is back, the task embeds it, once
     monkeypatch.undo()
-    assert embed_messages.run([message.id]) == 1
-    assert embed_messages.run([message.id]) == 0
+    assert embed_messages.run([message.id], tenant_id=str(message.tenant_id)) == 1
+    assert embed_messages.run([message.id], tenant_id=str(message.tenant_id)) == 0
     message.refresh_from_db()
     assert message.embedding is not None
 

@@ -8,7 +8,7 @@ import pytest
 
 from kindmem.models import ErasureHold
 from tests import factories
-from tests.conftest import AUDIT_QUERIES
+from tests.conftest import AUDIT_QUERIES, TENANT_QUERIES
 from tests.recall.conftest import conversation_create, recall
 
 
@@ -412,7 +412,7 @@ def test_recall_costs_the_same_few_queries_however_many_hits(
         body["query"] = "refund question"
     # when an app recalls: auth (1) + its readers (1) + hits (1) + neighbours (1), plus the
     # transaction around the semantic query (savepoint, SET LOCAL, release), and the audit event
-    expected = (4 if mode != "semantic" else 7) + AUDIT_QUERIES
+    expected = (4 if mode != "semantic" else 7) + TENANT_QUERIES + AUDIT_QUERIES
     recall(api, world.app.headers, **body)  # the key's first use records last_used_at
     recall(api, minted.headers, **body)
     with django_assert_num_queries(expected):

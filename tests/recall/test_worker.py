@@ -38,7 +38,9 @@ def test_a_real_worker_embeds_pending_messages(tmp_path, monkeypatch):
     )
     try:
         # when the task is queued
-        embed_messages.apply_async(args=[ids], connection=broker)
+        embed_messages.apply_async(
+            args=[ids], kwargs={"tenant_id": str(tenant.id)}, connection=broker
+        )
         # then the worker embeds the user's message, never the tool's
         deadline = time.monotonic() + 60
         while not Message.objects.filter(id=ids[0], embedding__isnull=False).exists():

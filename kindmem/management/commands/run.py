@@ -28,7 +28,8 @@ class Command(BaseCommand):
     def handle(self, *args: Any, host: str, port: int, no_demo: bool, **options: Any) -> None:
         call_command("migrate", interactive=False, verbosity=0)
         call_command("check_database")
-        env = dict(os.environ)
+        # web and worker log in as the app role; this process migrated as the tables' owner
+        env = {**os.environ, "KINDMEM_DATABASE_LOGIN": "app"}
         if "KINDMEM_EMBEDDER" not in os.environ:
             from facts.embedders import local
 

@@ -1,0 +1,148 @@
+"""Row-level security, the second wall behind the reader guard.
+
+Every tenant-owned table has `FORCE ROW LEVEL SECURITY` and one policy: a row is visible, and
+may be written, only while `app.tenant_id` names its tenant (migration
+`kindmem/0006_row_level_security`). Web and worker processes log in as the app role, which owns
+no table and cannot bypass row security; so a query that forgot its tenant filter in Python
+still sees one tenant, and a query run before any tenant is known sees nothing.
+
+The tenant is set on the request's connection once the credential is known (`enter_credential`
+for a Bearer key or run token, `TenantMiddleware` for a console session) and cleared when the
+request ends. It is a session setting, not `SET LOCAL`: a request's statements run partly in
+autocommit, where a transaction-local setting would vanish after the first statement. Django
+never shares a connection between two requests at once, and the setting is cleared before the
+connection serves the next one.
+
+Processes that log in as the migration role (migrations, management commands, the test suite)
+also switch to the app role here, so every request and task runs under the same wall in tests
+as in production: `set_config('role', ...)`, as PostgREST does.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from django.conf import settings
+from django.db import connection
+from django.http import HttpRequest, HttpResponse
+
+# What this thread's connection is set to: None (the login role, nothing set), a tenant id,
+# "" (the app role with no tenant: no tenant-owned row is visible) or ALL_TENANTS.
+_tenant: contextvars.ContextVar[str | None] = contextvars.ContextVar("kindmem_tenant", default=None)
+
+# The platform console's signed-in staff with no tenant of their own (their console lists
+# every tenant's approvals and requests). Only TenantMiddleware enters it, for a console
+# session; the API (/v1) is always confined to its credential's tenant.
+ALL_TENANTS = "*"
+
+_ENTER = (
+    "SELECT set_config('role', %s, false), set_config('app.tenant_id', %s, false),"
+    " set_config('app.all_tenants', %s, false)"
+)
+_LEAVE = (
+    "SELECT set_config('role', 'none', false), set_config('app.tenant_id', '', false),"
+    " set_config('app.all_tenants', 'off', false)"
+)
+
+
+def current_tenant() -> str | None:
+    """The tenant this context's queries are confined to ("" for none, None outside any)."""
+    return _tenant.get()
+
+
+def _apply(tenant: str | None) -> None:
+    with connection.cursor() as cursor:
+        if tenant is None:
+            cursor.execute(_LEAVE)
+        elif tenant == ALL_TENANTS:
+            cursor.execute(_ENTER, [settings.KINDMEM_APP_ROLE, "", "on"])
+        else:
+            cursor.execute(_ENTER, [settings.KINDMEM_APP_ROLE, tenant, "off"])
+
+
+@contextmanager
+def tenant_context(tenant_id: uuid.UUID | str | None) -> Iterator[None]:
+    """Run the block as the app role, seeing only `tenant_id`'s rows (none if it is None).
+
+    Restores what was set before on the way out, so contexts nest (a sweep over tenants inside
+    a worker's task, an audit record after a rolled-back request)."""
+    previous = _tenant.get()
+    tenant = str(tenant_id) if tenant_id else ""
+    token = _tenant.set(tenant)
+    _apply(tenant)
+    try:
+        yield
+    finally:
+        _tenant.reset(token)
+        if connection.connection is not None:  # a closed connection forgot everything anyway
+            _apply(previous)
+
+
+def each_tenant() -> Iterator[str]:
+    """Yield every tenant's id, the body of the loop running confined to that tenant: how a
+    beat task (a sweep, a purge) works through all tenants under the wall."""
+    from kindmem.models import Tenant
+
+    for tenant_id in Tenant.objects.order_by("created_at").values_list("id", flat=True):
+        with tenant_context(tenant_id):
+            yield str(tenant_id)
+
+
+def enter_credential(kind: str, prefix: str) -> str:
+    """Switch to the app role and the tenant of the API key (`kind="key"`) or run token
+    (`"run"`) with this prefix, in one statement; return that tenant ("" if none has it).
+
+    The lookup is `kindmem_credential_tenant`, a SECURITY DEFINER function that returns only
+    the tenant id: the credential's own row is then read under the wall like any other. The
+    enclosing request (`TenantMiddleware`) clears it when the request ends."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT set_config('role', %s, false),"
+            " set_config('app.tenant_id',"
+            " coalesce(kindmem_credential_tenant(%s, %s)::text, ''), false),"
+            " set_config('app.all_tenants', 'off', false)",
+            [settings.KINDMEM_APP_ROLE, kind, prefix],
+        )
+        tenant = cursor.fetchone()[1]
+    _tenant.set(tenant)
+    return tenant
+
+
+def console_tenant(user: Any) -> str:
+    """What a signed-in console user's queries may reach: their tenant's rows; every tenant's
+    for platform staff (staff with no tenant: the console's own permission checks decide what
+    each of them sees, e.g. a privacy officer picks the tenant of a request); nothing for
+    anyone else."""
+    if user.tenant_id:
+        return str(user.tenant_id)
+    return ALL_TENANTS if user.is_staff or user.is_superuser else ""
+
+
+class TenantMiddleware:
+    """Confine each request to its tenant's rows and clear the setting when it ends.
+
+    A console session's tenant is its user's (every tenant for a platform superuser with none);
+    a Bearer credential's is set when DRF authenticates it (`enter_credential`): an API request
+    never takes a session's. Placed after AuthenticationMiddleware."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        previous = _tenant.get()
+        token = _tenant.set(previous)
+        try:
+            user: Any = getattr(request, "user", None)
+            if not request.path.startswith("/v1/") and user is not None and user.is_authenticated:
+                _tenant.set(console_tenant(user))
+                _apply(_tenant.get())
+            return self.get_response(request)
+        finally:
+            changed = _tenant.get() != previous
+            _tenant.reset(token)
+            if changed and connection.connection is not None:
+                _apply(previous)
