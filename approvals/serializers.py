@@ -14,6 +14,7 @@ from rest_framework import serializers
 from approvals.models import Approval, ApprovalStatus
 from facts.review_reasons import REASONS
 from facts.serializers import FactOutput, PatternField, StrictSerializer, TextField
+from kindmem import fields
 
 # A hard cap before the service's own limit (KINDMEM_REMEMBER_MAX_CHARS) answers clearly.
 MAX_TEXT_INPUT = 100_000
@@ -71,7 +72,7 @@ class DecisionInput(StrictSerializer):
 
 
 class ApproveInput(DecisionInput):
-    verify = serializers.BooleanField(required=False, default=False)
+    verify = fields.BooleanField(required=False, default=False)
 
 
 class FindingOutput(serializers.Serializer):

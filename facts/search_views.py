@@ -46,7 +46,7 @@ class FactSearchInput(StrictSerializer):
         child=TextField(max_length=100, min_length=1), required=False, max_length=MAX_TAGS
     )
     valid_at = serializers.DateTimeField(required=False)
-    top_k = serializers.IntegerField(required=False, min_value=1, max_value=MAX_TOP_K, default=10)
+    top_k = fields.IntegerField(required=False, min_value=1, max_value=MAX_TOP_K, default=10)
 
     def validate_query(self, value: str) -> str:
         if not value.strip():

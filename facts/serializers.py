@@ -80,11 +80,11 @@ class ScopeInput(StrictSerializer):
 
 
 class RetentionInputSerializer(StrictSerializer):
-    keep_days = serializers.IntegerField(
+    keep_days = fields.IntegerField(
         required=False, allow_null=True, min_value=0, max_value=MAX_KEEP_DAYS
     )
     keep_until = serializers.DateTimeField(required=False, allow_null=True)
-    legal_hold = serializers.BooleanField(required=False, allow_null=True)
+    legal_hold = fields.BooleanField(required=False, allow_null=True)
 
     def to_retention(self) -> RetentionInput:
         return RetentionInput(**self.validated_data)
@@ -165,11 +165,11 @@ class FactCreateInput(_RevisionInput):
 
 
 class FactSupersedeInput(_RevisionInput):
-    expected_version = serializers.IntegerField(required=False, min_value=1)
+    expected_version = fields.IntegerField(required=False, min_value=1)
 
 
 class FactVerifyInput(StrictSerializer):
-    expected_version = serializers.IntegerField(required=False, min_value=1)
+    expected_version = fields.IntegerField(required=False, min_value=1)
 
 
 def cursor_encode(revision: Revision) -> str:
@@ -214,9 +214,7 @@ class FactListInput(StrictSerializer):
 class LinkCreateInput(StrictSerializer):
     target = fields.UUIDField()
     type = PatternField(r"^[A-Za-z0-9][A-Za-z0-9_.:-]*$", max_length=100)
-    confidence = serializers.FloatField(
-        required=False, allow_null=True, min_value=0.0, max_value=1.0
-    )
+    confidence = fields.FloatField(required=False, allow_null=True, min_value=0.0, max_value=1.0)
     provenance = serializers.JSONField(required=False, allow_null=True, validators=[_storable_json])
     valid_at = serializers.DateTimeField(required=False, allow_null=True)
     invalid_at = serializers.DateTimeField(required=False, allow_null=True)

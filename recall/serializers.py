@@ -66,7 +66,7 @@ class AppendOutput(serializers.Serializer):
 class SelectionInput(serializers.Serializer):
     agent_id = serializers.SlugField(max_length=100)
     conversation_id = serializers.CharField(required=False, **ID_FIELD)
-    before_sequence = serializers.IntegerField(required=False, min_value=1)
+    before_sequence = fields.IntegerField(required=False, min_value=1)
     exclude_conversation_id = serializers.CharField(required=False, **ID_FIELD)
     participant_id = serializers.CharField(required=False, **ID_FIELD)
     user_id = fields.UUIDField(required=False)
@@ -96,7 +96,7 @@ class RecallInput(serializers.Serializer):
         help_text="Whose messages, hits and neighbours alike. Default ['user'].",
     )
     query = serializers.CharField(max_length=MAX_QUERY_CHARS, required=False, trim_whitespace=False)
-    top_k = serializers.IntegerField(min_value=1, max_value=MAX_TOP_K, default=10)
+    top_k = fields.IntegerField(min_value=1, max_value=MAX_TOP_K, default=10)
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         if attrs["mode"] == "list" and "query" in attrs:

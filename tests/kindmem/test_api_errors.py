@@ -107,3 +107,27 @@ def test_a_uuid_given_as_a_json_number_or_boolean_is_a_validation_error(api, wor
     assert response.status_code == 400, response.json()
     assert response.json()["code"] == "validation-error"
     assert "scope" in response.json()["details"]
+
+
+@pytest.mark.parametrize(
+    ("path", "body", "field"),
+    [
+        ("/v1/facts/search", {"query": "tea", "top_k": "5"}, "top_k"),
+        ("/v1/facts/search", {"query": "tea", "top_k": True}, "top_k"),
+        (
+            "/v1/facts",
+            {"type": "note", "content": "x", "retention": {"legal_hold": "yes"}},
+            "retention",
+        ),
+        (
+            "/v1/facts",
+            {"type": "note", "content": "x", "retention": {"keep_days": "30"}},
+            "retention",
+        ),
+    ],
+)
+def test_json_numbers_and_booleans_are_not_taken_from_strings(api, world, path, body, field):
+    # the schema says integer / boolean: "5" and "yes" are errors, not coerced
+    response = api.post(path, body, format="json", **world.admin.headers)
+    assert response.status_code == 400, response.json()
+    assert field in response.json()["details"]
