@@ -210,12 +210,15 @@ class RevisionQuerySet(models.QuerySet["Revision"]):
         """Revisions of facts whose scope `readers` may read (the seed's `isReadableBy`,
         compiled to SQL), excluding any whose fact's scope person or whose subjects an
         erasure in progress holds. Apply before any LIMIT."""
+        # From the holds (none, or a few while an erasure runs) to the revision's subjects:
+        # the other way round probed every candidate revision's subjects, which under row
+        # security the planner chose even with no hold at all.
         held_subject = Exists(
-            Subject.objects.filter(revision_id=OuterRef("pk")).filter(
+            ErasureHold.objects.filter(tenant_id=OuterRef("tenant_id")).filter(
                 Exists(
-                    ErasureHold.objects.filter(
-                        tenant_id=OuterRef("tenant_id"),
-                        subject_kind=OuterRef("kind"),
+                    Subject.objects.filter(
+                        revision_id=OuterRef(OuterRef("pk")),
+                        kind=OuterRef("subject_kind"),
                         subject_id=OuterRef("subject_id"),
                     )
                 )
