@@ -1,3 +1,4 @@
+import gc
 import os
 
 from django.core.wsgi import get_wsgi_application
@@ -13,3 +14,9 @@ from kindmem.durability import assert_confined_login, assert_durable_database  #
 
 assert_durable_database()
 assert_confined_login()
+
+# Everything loaded so far lives as long as the worker: keep it out of the collector's full
+# passes, which otherwise rescan it and stall a request for 100-300 ms now and then
+# (bench/audit_overhead.py measured those pauses as the audit stream's main cost).
+gc.collect()
+gc.freeze()
