@@ -3,6 +3,8 @@ for them, and the Redis they may use."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from django.conf import settings
 from django.db import connection
@@ -25,3 +27,15 @@ def redis_or_skip(url: str) -> None:
             probe.ensure_connection(max_retries=1, timeout=2)
     except Exception as exc:  # any failure to connect means there is no Redis here
         pytest.skip(f"no Redis answers at {url}: {exc.__class__.__name__}")
+
+
+def filesystem_broker(data_dir: Path) -> Connection:
+    """A client of the filesystem broker that a worker with KINDMEM_DATA_DIR=`data_dir` reads
+    (its folders made here, before the worker starts)."""
+    folder = data_dir / "broker" / "queue"
+    folder.mkdir(parents=True)
+    (data_dir / "broker" / "processed").mkdir()
+    return Connection(
+        "filesystem://",
+        transport_options={"data_folder_in": str(folder), "data_folder_out": str(folder)},
+    )

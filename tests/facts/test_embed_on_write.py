@@ -11,7 +11,6 @@ from typing import Any
 
 import pytest
 from django.core.management import CommandError, call_command
-from kombu import Connection
 
 from facts import services
 from facts.embedding import EmbeddingFailed, HashingEmbedder
@@ -20,6 +19,7 @@ from facts.tasks import embed_revisions
 from tests import factories
 from tests.facts.conftest import Reply, well_formed
 from tests.kindmem.test_worker import _start_worker
+from tests.processes import filesystem_broker
 
 pytestmark = pytest.mark.django_db
 
@@ -230,15 +230,9 @@ def test_a_real_worker_embeds_the_revisions_the_write_path_left_pending(
     ).revision
     assert revision.embedding_state == EmbeddingState.PENDING
     # and a worker process with the hashing embedder
-    folder = tmp_path / "broker" / "queue"
-    folder.mkdir(parents=True)
-    (tmp_path / "broker" / "processed").mkdir()
+    broker = filesystem_broker(tmp_path)
     monkeypatch.setenv("KINDMEM_EMBEDDER", "hashing")
     worker = _start_worker(tmp_path, "filesystem://")
-    broker = Connection(
-        "filesystem://",
-        transport_options={"data_folder_in": str(folder), "data_folder_out": str(folder)},
-    )
     try:
         # when the task is queued on the broker
         embed_revisions.apply_async(

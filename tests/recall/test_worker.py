@@ -7,12 +7,12 @@ import time
 from types import SimpleNamespace
 
 import pytest
-from kombu import Connection
 
 from recall.models import Message
 from recall.tasks import embed_messages
 from tests import factories
 from tests.kindmem.test_worker import _start_worker
+from tests.processes import filesystem_broker
 from tests.recall.conftest import conversation_create
 
 
@@ -27,15 +27,9 @@ def test_a_real_worker_embeds_pending_messages(tmp_path, monkeypatch):
     conversation_create(world, "c1", ("user", "hello"), ("tool", "{}"), participant_id="p")
     ids = list(Message.objects.order_by("sequence").values_list("id", flat=True))
     # and a worker whose embedder is configured
-    folder = tmp_path / "broker" / "queue"
-    folder.mkdir(parents=True)
-    (tmp_path / "broker" / "processed").mkdir()
+    broker = filesystem_broker(tmp_path)
     monkeypatch.setenv("KINDMEM_EMBEDDER", "hashing")
     worker = _start_worker(tmp_path, "filesystem://")
-    broker = Connection(
-        "filesystem://",
-        transport_options={"data_folder_in": str(folder), "data_folder_out": str(folder)},
-    )
     try:
         # when the task is queued
         embed_messages.apply_async(
