@@ -49,11 +49,6 @@ _LEAVE = (
 )
 
 
-def current_tenant() -> str | None:
-    """The tenant this context's queries are confined to ("" for none, None outside any)."""
-    return _tenant.get()
-
-
 def _apply(tenant: str | None) -> None:
     with connection.cursor() as cursor:
         if tenant is None:
