@@ -3,43 +3,45 @@ memory in their matched spans and may name the person in a reviewer's note)."""
 
 from __future__ import annotations
 
-import uuid
-
 from django.db.models import Q
 
-from approvals.models import Approval
+from approvals.models import Approval, ApprovalQuerySet
+from kindmem.erasure import BatchResult, ErasureTarget
 from kindmem.models import SubjectKind
-from privacy.erasure import BatchResult, ErasureTarget
+
+ERASED_MARK = "erased"
 
 
-def _about(target: ErasureTarget) -> Q:
-    if target.kind == SubjectKind.CONVERSATION:
-        return Q(revision__fact__thread_id=target.id) | Q(run__thread_id=target.id)
-    about = Q(revision__subjects__kind=target.kind, revision__subjects__subject_id=target.id)
-    if target.kind == SubjectKind.PARTICIPANT:
-        about |= Q(revision__fact__participant_id=target.id) | Q(run__participant_id=target.id)
-    elif target.kind == SubjectKind.USER and _is_uuid(target.id):
-        # a user id that is not a UUID names no Kindgi user: only the subjects can match it
-        about |= Q(revision__fact__user_id=target.id) | Q(run__user_id=target.id)
-    return about
-
-
-def _is_uuid(value: str) -> bool:
-    try:
-        uuid.UUID(value)
-    except ValueError:
-        return False
-    return True
+def _about(target: ErasureTarget) -> ApprovalQuerySet:
+    return Approval.objects.of_tenant(target.tenant_id).about(target.subject)
 
 
 def erase_batch(target: ErasureTarget, limit: int) -> BatchResult:
     """Delete up to `limit` approvals about the target, in primary-key order; done when none
     are left. The facts' own step erases the revisions they point to."""
-    matching = (
-        Approval.objects.filter(tenant_id=target.tenant_id).filter(_about(target)).values("pk")
-    )
     ids = list(
-        Approval.objects.filter(pk__in=matching).order_by("pk").values_list("pk", flat=True)[:limit]
+        Approval.objects.filter(pk__in=_about(target).values("pk"))
+        .order_by("pk")
+        .values_list("pk", flat=True)[:limit]
     )
     Approval.objects.filter(pk__in=ids).delete()
-    return BatchResult(erased=[f"approval:{pk}" for pk in ids], done=len(ids) < limit)
+    erased = [f"approval:{pk}" for pk in ids]
+    if len(ids) == limit:
+        return BatchResult(erased=erased, done=False)
+    if target.kind == SubjectKind.USER:
+        # Decisions the user took as a reviewer are not about them, but name them.
+        decided = Approval.objects.of_tenant(target.tenant_id).filter(
+            Q(decided_by__contains=target.id) | Q(decided_by_user_id=target.subject.user_uuid)
+        )
+        scrubbed = list(decided.order_by("pk").values_list("pk", flat=True)[: limit - len(ids)])
+        Approval.objects.filter(pk__in=scrubbed).update(
+            decided_by=ERASED_MARK, decided_by_user=None
+        )
+        erased += [f"reviewer:{pk}" for pk in scrubbed]
+        if len(scrubbed) == limit - len(ids):
+            return BatchResult(erased=erased, done=False)
+    return BatchResult(erased=erased, done=True)
+
+
+def estimate(target: ErasureTarget) -> int:
+    return _about(target).count()

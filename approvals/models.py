@@ -14,9 +14,10 @@ from django.db import models
 from django.db.models import Q
 from django.utils import timezone
 
-from facts.models import Revision
+from facts.models import Fact, Revision
 from facts.review_reasons import REASONS
 from kindmem.models import Agent, Project, Run, Tenant, User
+from kindmem.subjects import Subject
 
 
 class ApprovalStatus(models.TextChoices):
@@ -35,6 +36,14 @@ DECIDED = (ApprovalStatus.APPROVED, ApprovalStatus.REJECTED, ApprovalStatus.VERI
 class ApprovalQuerySet(models.QuerySet["Approval"]):
     def of_tenant(self, tenant_id: uuid.UUID | str) -> ApprovalQuerySet:
         return self.filter(tenant_id=tenant_id)
+
+    def about(self, subject: Subject) -> ApprovalQuerySet:
+        """Approvals about `subject`: of its facts' revisions (`Fact.objects.about`), or made
+        in its runs (they copy words of the memory and may name the person in a note)."""
+        return self.filter(
+            Q(revision__fact__in=Fact.objects.about(subject))
+            | Q(run__in=Run.objects.about(subject))
+        )
 
     def pending(self) -> ApprovalQuerySet:
         return self.filter(status=ApprovalStatus.PENDING)

@@ -9,13 +9,14 @@ from datetime import timedelta
 from typing import Any
 
 from django.db import connection, transaction
-from django.db.models import F, Func, Value
-from django.db.models.functions import Now
+from django.db.models import F, Func, TextField, Value
+from django.db.models.functions import Cast, Now
 from django.utils import timezone
 
 from audit.models import AuditEvent, AuditPolicy, Outcome
 from kindmem.access import Principal
 from kindmem.models import Tenant
+from kindmem.subjects import Subject
 
 DEFAULT_POLICY = AuditPolicy(retention_days=365, record_query_text=False)
 
@@ -107,17 +108,54 @@ def audit_record(
         )
 
 
-def audit_subject_scrub(*, tenant_id: uuid.UUID, subject: str) -> int:
-    """After an erasure: drop the person's id and any query text from events about them,
-    keeping that each access happened. Returns the number of events changed."""
-    return (
+ERASED_MARK = "erased"
+
+
+def _scrubbed(value: Any, needle: str) -> Any:
+    """`value` (a query snapshot's JSON) with every string that contains `needle` replaced
+    by the erased mark, at any depth."""
+    if isinstance(value, str):
+        return ERASED_MARK if needle in value else value
+    if isinstance(value, list):
+        return [_scrubbed(v, needle) for v in value]
+    if isinstance(value, dict):
+        return {k: _scrubbed(v, needle) for k, v in value.items()}
+    return value
+
+
+def audit_subject_scrub(*, tenant_id: uuid.UUID, subject: Subject) -> int:
+    """After an erasure: drop the person's id and any query text from events about them, and
+    the id from every other event's query snapshot (a search by their id, a list filtered by
+    it, also during the hold, when nothing came back and the event names no one), keeping
+    that each access happened. Returns the number of events changed."""
+    spelled = str(subject)
+    changed = (
         AuditEvent.objects.of_tenant(tenant_id)
-        .about_subject(subject)
+        .about_subject(spelled)
         .update(
-            subjects=Func(F("subjects"), Value(subject), function="array_remove"),
+            subjects=Func(F("subjects"), Value(spelled), function="array_remove"),
             query_snapshot=Func(F("query_snapshot"), Value("query"), function="", arg_joiner=" - "),
         )
     )
+    # The snapshot is JSON: find the events whose text holds the id (in any spelling, since
+    # the bare id is inside the prefixed one), then rewrite each one's values.
+    mentioning = list(
+        AuditEvent.objects.of_tenant(tenant_id)
+        .annotate(snapshot_text=Cast("query_snapshot", TextField()))
+        .filter(snapshot_text__contains=subject.id)
+        .only("seq", "query_snapshot")
+        .order_by("seq")
+    )
+    for event in mentioning:
+        event.query_snapshot = _scrubbed(event.query_snapshot, subject.id)
+    AuditEvent.objects.bulk_update(mentioning, ["query_snapshot"], batch_size=500)
+    # A Kindgi user may be the principal itself ("staff:<id>" in the console).
+    acting = (
+        AuditEvent.objects.of_tenant(tenant_id)
+        .filter(principal__contains=subject.id)
+        .update(principal=ERASED_MARK)
+    )
+    return changed + len(mentioning) + acting
 
 
 def audit_purge() -> int:

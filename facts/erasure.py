@@ -18,52 +18,24 @@ wrote, verified or invalidated (`attributed_id`, `verified_by`, `invalidated_by`
 
 from __future__ import annotations
 
-import uuid
-from typing import TYPE_CHECKING
-
 from django.db.models import Exists, OuterRef, Q
 
-from facts.models import AttributionKind, Fact, Link, Revision, Subject
+from facts.models import Fact, FactQuerySet, Link, Revision, Subject
+from kindmem.erasure import BatchResult, ErasureTarget
 from kindmem.models import SubjectKind
-
-if TYPE_CHECKING:
-    from privacy.erasure import BatchResult, ErasureTarget
 
 ERASED_MARK = "erased"
 
 
-def facts_about(target: ErasureTarget) -> Q | None:
-    """A Q over Fact naming the facts about the target; None when nothing can match."""
-    kind = SubjectKind(target.kind)
-    by_subject = Q(
-        Exists(
-            Subject.objects.filter(
-                tenant_id=target.tenant_id,
-                fact_id=OuterRef("pk"),
-                kind=kind.value,
-                subject_id=target.id,
-            )
-        )
-    )
-    if kind == SubjectKind.PARTICIPANT:
-        return Q(participant_id=target.id) | by_subject
-    if kind == SubjectKind.USER:
-        try:
-            user_id = uuid.UUID(target.id)
-        except ValueError:
-            return by_subject
-        return Q(user_id=user_id) | by_subject
-    if kind == SubjectKind.EXTERNAL:
-        return by_subject
-    return Q(thread_id=target.id)  # a conversation: the facts written in it
+def facts_about(target: ErasureTarget) -> FactQuerySet:
+    """The target's facts in its tenant (`Fact.objects.about`)."""
+    return Fact.objects.of_tenant(target.tenant_id).about(target.subject)
 
 
-def _held_revisions(target: ErasureTarget, about: Q) -> list[dict[str, str]]:
+def _held_revisions(target: ErasureTarget) -> list[dict[str, str]]:
     held = (
         Revision.objects.filter(
-            tenant_id=target.tenant_id,
-            legal_hold=True,
-            fact__in=Fact.objects.filter(about, tenant_id=target.tenant_id),
+            tenant_id=target.tenant_id, legal_hold=True, fact__in=facts_about(target)
         )
         .order_by("fact_id", "version")
         .values_list("id", "fact_id", "version")
@@ -74,37 +46,34 @@ def _held_revisions(target: ErasureTarget, about: Q) -> list[dict[str, str]]:
     ]
 
 
+# The provenance columns that may name a Kindgi user, bare (`attributed_id`) or prefixed
+# (`verified_by` / `invalidated_by`: "user:<id>", "staff:<id>" from the console).
+_PROVENANCE_COLUMNS = ("attributed_id", "verified_by", "invalidated_by")
+
+
 def _scrub_attribution(target: ErasureTarget, limit: int) -> list[str]:
-    """Take a Kindgi user's id off the provenance of at most `limit` revisions."""
+    """Take a Kindgi user's id, in any spelling, off the provenance of at most `limit`
+    revisions."""
     uid = target.id
+    naming = Q()
+    for column in _PROVENANCE_COLUMNS:
+        naming |= Q(**{f"{column}__contains": uid})
     ids = list(
         Revision.objects.filter(tenant_id=target.tenant_id)
-        .filter(
-            Q(attributed_kind=AttributionKind.USER, attributed_id=uid)
-            | Q(verified_by=uid)
-            | Q(invalidated_by=uid)
-        )
+        .filter(naming)
         .order_by("id")
         .values_list("id", flat=True)[:limit]
     )
     revisions = Revision.objects.filter(pk__in=ids)
-    revisions.filter(attributed_kind=AttributionKind.USER, attributed_id=uid).update(
-        attributed_id=ERASED_MARK
-    )
-    revisions.filter(verified_by=uid).update(verified_by=ERASED_MARK)
-    revisions.filter(invalidated_by=uid).update(invalidated_by=ERASED_MARK)
+    for column in _PROVENANCE_COLUMNS:
+        revisions.filter(**{f"{column}__contains": uid}).update(**{column: ERASED_MARK})
     return [f"attribution:{i}" for i in ids]
 
 
 def erase_batch(target: ErasureTarget, limit: int) -> BatchResult:
-    from privacy.erasure import BatchResult
-
-    about = facts_about(target)
     erasable = Exists(Revision.objects.filter(fact_id=OuterRef("pk"), legal_hold=False))
     fact_ids = list(
-        Fact.objects.filter(about, erasable, tenant_id=target.tenant_id)
-        .order_by("id")
-        .values_list("id", flat=True)[:limit]
+        facts_about(target).filter(erasable).order_by("id").values_list("id", flat=True)[:limit]
     )
     erased: list[str] = []
     if fact_ids:
@@ -134,12 +103,12 @@ def erase_batch(target: ErasureTarget, limit: int) -> BatchResult:
         erased += scrubbed
         if len(scrubbed) == limit - len(fact_ids):
             return BatchResult(erased=erased, done=False)
-    return BatchResult(erased=erased, done=True, held=_held_revisions(target, about))
+    return BatchResult(erased=erased, done=True, held=_held_revisions(target))
 
 
 def estimate(target: ErasureTarget) -> int:
     """Rows this step will erase (revisions, links and facts), for the progress bar."""
-    facts = Fact.objects.filter(facts_about(target), tenant_id=target.tenant_id)
+    facts = facts_about(target)
     revisions = Revision.objects.filter(fact__in=facts, legal_hold=False).count()
     links = Link.objects.filter(Q(source__in=facts) | Q(target__in=facts)).count()
     return revisions + links + facts.count()

@@ -6,7 +6,7 @@ provenance, world-time validity, record-time invalidation, retention and expiry.
 revision of a fact is current (`invalidated_at IS NULL`), which a partial unique index enforces.
 
 Reads go through `RevisionQuerySet`: `Revision.objects.live().readable_by(readers)` is what an
-API read starts from (see DESIGN.md rule 3 and `facts.access` for the Python reference).
+API read starts from (see DESIGN.md rule 3; the guard is `kindmem.guards.fact_guard`).
 """
 
 from __future__ import annotations
@@ -20,12 +20,14 @@ from django.contrib.postgres.indexes import GinIndex
 from django.contrib.postgres.search import SearchVector, SearchVectorField
 from django.db import models
 from django.db.models import Exists, OuterRef, Q
-from django.db.models.functions import Cast
 from django.utils import timezone
 from pgvector.django import HnswIndex, VectorField
 
 from facts.embedding import DIMENSIONS
+from kindmem.guards import fact_guard
+from kindmem.holds import held_condition
 from kindmem.models import ErasureHold, Org, Project, Run, SubjectKind, Tenant, User
+from kindmem.subjects import Subject as SubjectRef
 
 if TYPE_CHECKING:
     from kindmem.access import Readers
@@ -67,76 +69,30 @@ class FactSubjectKind(models.TextChoices):
     EXTERNAL = SubjectKind.EXTERNAL.value, SubjectKind.EXTERNAL.label
 
 
-def _uuid_strings(values: frozenset[str]) -> list[uuid.UUID]:
-    """The values that are UUIDs; any other string cannot name an org, project or user."""
-    out = []
-    for value in values:
-        try:
-            out.append(uuid.UUID(str(value)))
-        except ValueError:
-            continue
-    return out
-
-
-def scope_guard(readers: Readers, prefix: str = "") -> Q:
-    """The seed's `isReadableBy` as a Q over a fact's scope columns (reached through `prefix`).
-
-    Each named container must be one the readers have; an unnamed (NULL) container asks
-    nothing. `readers.all` passes everything (the tenant filter is applied separately).
-    """
-    if readers.all:
-        return Q()
-    p = prefix
-    projects = _uuid_strings(readers.project_ids)
-    on_behalf = _uuid_strings(readers.on_behalf_of_project_ids)
-    on_behalf_q = Q(**{f"{p}project_id__in": on_behalf})
-    project_ok = Q(**{f"{p}project_id__isnull": True}) | Q(
-        **{f"{p}project_id__in": projects + on_behalf}
-    )
-    org_ok = (
-        Q(**{f"{p}project_id__isnull": False})
-        | Q(**{f"{p}org_id__isnull": True})
-        | Q(**{f"{p}org_id__in": _uuid_strings(readers.org_ids)})
-    )
-    user_ok = Q(**{f"{p}user_id__isnull": True}) | Q(
-        **{f"{p}user_id__in": _uuid_strings(readers.user_ids)}
-    )
-    participant_ok = (
-        Q(**{f"{p}participant_id__isnull": True})
-        | Q(**{f"{p}participant_id__in": sorted(readers.participant_ids)})
-        | on_behalf_q
-    )
-    thread_ok = (
-        Q(**{f"{p}thread_id__isnull": True})
-        | Q(**{f"{p}thread_id__in": sorted(readers.thread_ids)})
-        | on_behalf_q
-    )
-    return project_ok & org_ok & user_ok & participant_ok & thread_ok
-
-
-def held_scope(prefix: str = "") -> Exists:
-    """Whether an erasure in progress holds the person a fact's scope names (its participant
-    or its Kindgi user). Reads exclude such facts: a held person's data reads as nothing."""
-    p = prefix
-    return Exists(
-        ErasureHold.objects.filter(tenant_id=OuterRef(f"{p}tenant_id")).filter(
-            Q(subject_kind=SubjectKind.PARTICIPANT, subject_id=OuterRef(f"{p}participant_id"))
-            | Q(
-                subject_kind=SubjectKind.USER,
-                subject_id=Cast(OuterRef(f"{p}user_id"), models.CharField()),
-            )
-        )
-    )
-
-
 class FactQuerySet(models.QuerySet["Fact"]):
     def of_tenant(self, tenant_id: uuid.UUID | str) -> FactQuerySet:
         return self.filter(tenant_id=tenant_id)
 
     def readable_by(self, readers: Readers) -> FactQuerySet:
-        """Facts whose scope `readers` may read (`is_readable_by`, in SQL), none of whose
+        """Facts whose scope `readers` may read (`isReadableBy`, in SQL), none of whose
         scope persons is held by an erasure in progress."""
-        return self.filter(scope_guard(readers)).exclude(held_scope())
+        return self.filter(fact_guard(readers)).exclude(held_condition())
+
+    def about(self, subject: SubjectRef) -> FactQuerySet:
+        """The facts about `subject`: its scope names them (the participant, the Kindgi user,
+        the thread for a conversation) or any revision lists them as a subject."""
+        if subject.kind == SubjectKind.CONVERSATION:
+            return self.filter(thread_id=subject.id)
+        by_subject = Exists(
+            Subject.objects.filter(
+                fact_id=OuterRef("pk"), kind=subject.kind.value, subject_id=subject.id
+            )
+        )
+        if subject.kind == SubjectKind.PARTICIPANT:
+            return self.filter(Q(participant_id=subject.id) | Q(by_subject))
+        if subject.kind == SubjectKind.USER:
+            return self.filter(Q(user_id=subject.user_uuid) | Q(by_subject))
+        return self.filter(by_subject)
 
 
 class Fact(models.Model):
@@ -225,8 +181,8 @@ class RevisionQuerySet(models.QuerySet["Revision"]):
             )
         )
         return (
-            self.filter(scope_guard(readers, "fact__"))
-            .exclude(held_scope("fact__"))
+            self.filter(fact_guard(readers, "fact__"))
+            .exclude(held_condition("fact__"))
             .exclude(held_subject)
         )
 

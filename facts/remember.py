@@ -213,6 +213,7 @@ def fact_remember(
         tenant_id=tenant_id,
         participant_id=resolved["participant_id"],
         user_id=resolved["user_id"],
+        thread_id=resolved["thread_id"],
     )
     assert_not_held(tenant_id, _persons(probe, subjects))
 

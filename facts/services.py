@@ -49,7 +49,9 @@ from kindmem.errors import (
     RetentionViolation,
 )
 from kindmem.holds import assert_not_held
-from kindmem.models import Org, Project, SubjectKind, User
+from kindmem.models import Org, Project, User
+from kindmem.subjects import Subject as SubjectRef
+from kindmem.subjects import persons_of
 
 logger = logging.getLogger(__name__)
 
@@ -247,13 +249,14 @@ def _default_subjects(scope: Mapping[str, Any]) -> list[SubjectInput]:
     return []
 
 
-def _persons(fact: Fact, subjects: Iterable[SubjectInput]) -> list[tuple[str, str]]:
-    persons = [(s.kind, s.id) for s in subjects]
-    if fact.participant_id:
-        persons.append((SubjectKind.PARTICIPANT, fact.participant_id))
-    if fact.user_id:
-        persons.append((SubjectKind.USER, str(fact.user_id)))
-    return persons
+def _persons(fact: Fact, subjects: Iterable[SubjectInput]) -> list[SubjectRef]:
+    """The persons a write of `fact` is about (`kindmem.subjects.persons_of`)."""
+    return persons_of(
+        participant_id=fact.participant_id,
+        user_id=fact.user_id,
+        thread_id=fact.thread_id,
+        subjects=[SubjectRef.parse(s.kind, s.id) for s in subjects],
+    )
 
 
 @dataclass(frozen=True)

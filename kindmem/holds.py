@@ -1,35 +1,55 @@
-"""Erasure holds: the check every write path makes before it lands anything for a person."""
+"""Erasure holds: the one held-subject condition, for writes (refuse) and reads (exclude).
+
+While an erasure runs, its hold names the person (or conversation); nothing new lands for
+them and their data reads as nothing. Facts, conversations and runs all name their persons in
+the same three columns (`participant_id`, `user_id`, `thread_id`), so one condition serves all.
+"""
 
 from __future__ import annotations
 
 import uuid
 from collections.abc import Iterable
 
-from django.db.models import Q
+from django.db.models import CharField, Exists, OuterRef, Q
+from django.db.models.functions import Cast
 
 from kindmem.errors import ErasureInProgress
-from kindmem.models import ErasureHold
+from kindmem.models import ErasureHold, SubjectKind
+from kindmem.subjects import Subject
 
 
-def held_subjects(
-    tenant_id: uuid.UUID, subjects: Iterable[tuple[str, str]]
-) -> set[tuple[str, str]]:
-    """Those of `subjects` ((kind, id) pairs) that an erasure in progress holds."""
-    wanted = {(kind, str(sid)) for kind, sid in subjects if sid}
+def held_condition(prefix: str = "") -> Exists:
+    """Whether an erasure in progress holds the participant, the Kindgi user or the thread
+    (as a conversation) of the row reached through `prefix`."""
+    return Exists(
+        ErasureHold.objects.filter(tenant_id=OuterRef(f"{prefix}tenant_id")).filter(
+            Q(subject_kind=SubjectKind.PARTICIPANT, subject_id=OuterRef(f"{prefix}participant_id"))
+            | Q(
+                subject_kind=SubjectKind.USER,
+                subject_id=Cast(OuterRef(f"{prefix}user_id"), CharField()),
+            )
+            | Q(subject_kind=SubjectKind.CONVERSATION, subject_id=OuterRef(f"{prefix}thread_id"))
+        )
+    )
+
+
+def held_subjects(tenant_id: uuid.UUID, subjects: Iterable[Subject]) -> set[Subject]:
+    """Those of `subjects` that an erasure in progress holds."""
+    wanted = set(subjects)
     if not wanted:
         return set()
     condition = Q()
-    for kind, sid in wanted:
-        condition |= Q(subject_kind=kind, subject_id=sid)
+    for subject in wanted:
+        condition |= Q(subject_kind=subject.kind, subject_id=subject.id)
     rows = ErasureHold.objects.filter(condition, tenant_id=tenant_id).values_list(
         "subject_kind", "subject_id"
     )
-    return set(rows)
+    return {Subject(SubjectKind(kind), sid) for kind, sid in rows}
 
 
-def assert_not_held(tenant_id: uuid.UUID, subjects: Iterable[tuple[str, str]]) -> None:
+def assert_not_held(tenant_id: uuid.UUID, subjects: Iterable[Subject]) -> None:
     """Raise `erasure-in-progress` (409) if any of `subjects` is held; call it inside the
     write's transaction, before anything is written."""
     held = held_subjects(tenant_id, subjects)
     if held:
-        raise ErasureInProgress(details={"subjects": [f"{k}:{i}" for k, i in sorted(held)]})
+        raise ErasureInProgress(details={"subjects": [str(s) for s in sorted(held)]})

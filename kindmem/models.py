@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from typing import Any
 
 from django.contrib.auth.models import AbstractUser
 from django.db import models
@@ -146,6 +147,20 @@ class ApiKey(models.Model):
         return self.revoked_at is not None
 
 
+class RunQuerySet(models.QuerySet["Run"]):
+    def about(self, subject: Any) -> RunQuerySet:
+        """The runs that name `subject` (a `kindmem.subjects.Subject`): its participant, its
+        Kindgi user or its thread; an external subject names no run."""
+        column = {
+            "participant": "participant_id",
+            "user": "user_id",
+            "conversation": "thread_id",
+        }.get(subject.kind)
+        if column is None:
+            return self.none()
+        return self.filter(**{column: subject.id})
+
+
 class Run(models.Model):
     """One agent run: the containers its calls act in, and the hash of its short-lived token."""
 
@@ -167,6 +182,8 @@ class Run(models.Model):
     token_hash = models.CharField(max_length=64)
     created_at = models.DateTimeField(default=timezone.now)
     expires_at = models.DateTimeField()
+
+    objects = RunQuerySet.as_manager()
 
     class Meta:
         indexes = [

@@ -10,12 +10,9 @@ committed batch. Two workers running the same erasure serialize on the request's
 from __future__ import annotations
 
 import hashlib
-import importlib
 import logging
 import time
 import uuid
-from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 from django.conf import settings
@@ -23,9 +20,15 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
+from approvals import erasure as approvals_erasure
 from audit.services import audit_subject_scrub
-from kindmem.models import ErasureHold, SubjectKind
+from facts import erasure as facts_erasure
+from kindmem.erasure import BatchResult, ErasureStep, ErasureTarget
+from kindmem.models import ErasureHold
+from privacy import exports
 from privacy.models import ErasureRequest, RequestStatus
+from recall import erasure as recall_erasure
+from runlog import erasure as runlog_erasure
 
 logger = logging.getLogger(__name__)
 
@@ -35,65 +38,35 @@ def batch_size() -> int:
     return settings.ERASURE_BATCH_SIZE
 
 
-@dataclass(frozen=True)
-class ErasureTarget:
-    tenant_id: uuid.UUID
-    kind: str  # a SubjectKind
-    id: str
+class _AuditStep:
+    """The audit scrub, last: no step's work then leaves an audit event naming the person."""
 
-    @property
-    def subject(self) -> str:
-        return f"{self.kind}:{self.id}"
+    @staticmethod
+    def erase_batch(target: ErasureTarget, limit: int) -> BatchResult:
+        scrubbed = audit_subject_scrub(tenant_id=target.tenant_id, subject=target.subject)
+        # One item per event scrubbed, so the receipt counts events (the digest covers it).
+        return BatchResult(erased=["audit-event:scrubbed"] * scrubbed, done=True)
 
-
-@dataclass
-class BatchResult:
-    erased: list[str]  # "<kind>:<id>" of the rows erased by this batch
-    done: bool  # nothing left for this step
-    held: list[dict[str, Any]] = field(default_factory=list)  # kept, and why (legal hold)
+    @staticmethod
+    def estimate(target: ErasureTarget) -> int:
+        return 0
 
 
-EraseBatch = Callable[[ErasureTarget, int], BatchResult]
-
-
-def _audit_step(target: ErasureTarget, limit: int) -> BatchResult:
-    if target.kind == SubjectKind.CONVERSATION:
-        return BatchResult(erased=[], done=True)
-    scrubbed = audit_subject_scrub(tenant_id=target.tenant_id, subject=target.subject)
-    # One item per event scrubbed, so the receipt counts events (the digest covers the count).
-    return BatchResult(erased=["audit-event:scrubbed"] * scrubbed, done=True)
-
-
-# The steps, in order: (name, dotted path of the module's `erase_batch`). The audit scrub
-# comes last so that no step's work leaves an audit event naming the person behind.
-STEP_PATHS: list[tuple[str, str]] = [
-    # approvals first: they describe revisions the facts step deletes (and name reviewers' notes)
-    ("approvals", "approvals.erasure.erase_batch"),
-    ("facts", "facts.erasure.erase_batch"),
-    ("recall", "recall.erasure.erase_batch"),
-    ("run-log", "runlog.erasure.erase_batch"),
-    ("exports", "privacy.exports.erase_batch"),
+# The steps, in order (each app's `erasure` module, imported: none is found by name).
+# Approvals first: they describe revisions the facts step deletes (and name reviewers' notes).
+STEPS: list[tuple[str, ErasureStep]] = [
+    ("approvals", approvals_erasure),
+    ("facts", facts_erasure),
+    ("recall", recall_erasure),
+    ("run-log", runlog_erasure),
+    ("exports", exports),
+    ("audit", _AuditStep),
 ]
 
 
-def steps() -> list[tuple[str, EraseBatch]]:
-    resolved: list[tuple[str, EraseBatch]] = []
-    for name, path in STEP_PATHS:
-        module, _, attribute = path.rpartition(".")
-        resolved.append((name, getattr(importlib.import_module(module), attribute)))
-    return [*resolved, ("audit", _audit_step)]
-
-
 def erasure_estimate(target: ErasureTarget) -> int:
-    """How many rows the steps expect to erase: the progress bar's total. Steps may define
-    `estimate(target)` next to their `erase_batch`."""
-    total = 0
-    for _name, path in STEP_PATHS:
-        module = importlib.import_module(path.rpartition(".")[0])
-        estimate = getattr(module, "estimate", None)
-        if estimate is not None:
-            total += estimate(target)
-    return total
+    """How many rows the steps expect to erase: the progress bar's total."""
+    return sum(step.estimate(target) for _name, step in STEPS)
 
 
 def _digest(previous: str, erased: list[str]) -> str:
@@ -128,7 +101,7 @@ def erasure_run(*, erasure_id: uuid.UUID, limit: int | None = None) -> ErasureRe
     if request is None:
         return None
     target = ErasureTarget(request.tenant_id, request.target_kind, request.target_id)
-    for name, erase_batch in steps():
+    for name, eraser in STEPS:
         while True:
             with transaction.atomic():
                 request = ErasureRequest.objects.select_for_update().get(pk=erasure_id)
@@ -139,7 +112,7 @@ def erasure_run(*, erasure_id: uuid.UUID, limit: int | None = None) -> ErasureRe
                 )
                 if step["done"]:
                     break
-                result = erase_batch(target, limit)
+                result = eraser.erase_batch(target, limit)
                 step["count"] += len(result.erased)
                 kinds = step.setdefault("kinds", {})
                 for item in result.erased:

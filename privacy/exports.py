@@ -40,10 +40,12 @@ ids are strings, absent values are ``null``::
                 "created_at",
                 "log": [{"sequence", "kind", "payload" (null once erased),
                          "payload_erased_at", "created_at", "entry_hash"}]}],
-      "approvals": [{"model", "id", "fields": {...}, "decisions": [{"model", "id",
-                     "fields": {...}}]}] | null,   # null: no approvals app installed
+      "approvals": [{"id", "fact_id", "revision_id", "status", "reasons": [str],
+                     "findings", "agent_id", "agent_version", "run_id", "created_at",
+                     "decided_at", "decided_by", "note", "verified_revision_id"}],
       "accesses": [{"timestamp", "phase", "outcome", "kind", "endpoint", "principal",
-                    "principal_kind", "agent_id", "run_id", "object_ids": [id]}]
+                    "principal_kind", "agent_id", "run_id",
+                    "object_ids": [id]}]   # only ids of rows in this export
     }
 
 Every list holds only rows about the person: the facts about them, the links touching those
@@ -63,24 +65,21 @@ import io
 import json
 import zipfile
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from django.apps import apps
 from django.db import models
-from django.forms.models import model_to_dict
 from django.utils import timezone
 
+from approvals.models import Approval
 from audit.models import AuditEvent
 from facts.erasure import facts_about
-from facts.models import Fact, Link, Revision
+from facts.models import Link, Revision
+from kindmem.erasure import BatchResult, ErasureTarget
 from kindmem.models import Run, SubjectKind
-from privacy.models import AccessRequest
+from privacy.models import AccessRequest, ErasureRequest
 from recall.erasure import conversations_of
-from recall.models import Conversation
+from recall.models import message_ref as message_ref_of
 from runlog.models import LogEntry
-
-if TYPE_CHECKING:
-    from privacy.erasure import BatchResult, ErasureTarget
 
 SCHEMA = "kindmem.subject-access-export/1"
 
@@ -123,7 +122,7 @@ def _revision(revision: Revision) -> dict[str, Any]:
             "invalidated_at": _t(revision.invalidated_at),
             "invalidated_by": revision.invalidated_by,
             "invalidation_reason": revision.invalidation_reason,
-            "review": revision.review,
+            "review": _review_state(revision),
         },
         "retention": {
             "keep_days": revision.keep_days,
@@ -138,15 +137,25 @@ def _revision(revision: Revision) -> dict[str, Any]:
     }
 
 
+def _review_state(revision: Revision) -> str | None:
+    """How review ended for the revision: its approval's status (pending, approved, verified,
+    rejected, superseded) when it waited for one, else its own flag (None: never reviewed)."""
+    try:
+        return revision.approval.status
+    except Approval.DoesNotExist:
+        return revision.review
+
+
 def _facts(target: ErasureTarget) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    about = facts_about(target)
     facts = list(
-        Fact.objects.filter(about, tenant_id=target.tenant_id)
+        facts_about(target)
         .order_by("created_at", "id")
         .prefetch_related(
             models.Prefetch(
                 "revisions",
-                queryset=Revision.objects.order_by("version").prefetch_related("subjects"),
+                queryset=Revision.objects.order_by("version")
+                .select_related("approval")
+                .prefetch_related("subjects"),
             )
         )
     )
@@ -185,11 +194,8 @@ def _facts(target: ErasureTarget) -> tuple[list[dict[str, Any]], list[dict[str, 
 
 
 def _conversations(target: ErasureTarget) -> list[dict[str, Any]]:
-    condition = conversations_of(target)
-    if condition is None:
-        return []
     conversations = (
-        Conversation.objects.filter(condition, tenant_id=target.tenant_id)
+        conversations_of(target)
         .select_related("agent")
         .prefetch_related("messages")
         .order_by("created_at", "id")
@@ -216,14 +222,9 @@ def _conversations(target: ErasureTarget) -> list[dict[str, Any]]:
 
 
 def _runs(target: ErasureTarget) -> list[dict[str, Any]]:
-    if target.kind == SubjectKind.PARTICIPANT:
-        runs = Run.objects.filter(participant_id=target.id)
-    elif target.kind == SubjectKind.USER:
-        runs = Run.objects.filter(user_id=target.id)
-    else:
-        return []
     runs = (
-        runs.filter(tenant_id=target.tenant_id)
+        Run.objects.filter(tenant_id=target.tenant_id)
+        .about(target.subject)
         .select_related("agent")
         .prefetch_related(
             models.Prefetch("log_entries", queryset=LogEntry.objects.order_by("sequence"))
@@ -255,56 +256,56 @@ def _runs(target: ErasureTarget) -> list[dict[str, Any]]:
     ]
 
 
-def _plain(row: models.Model) -> dict[str, Any]:
-    return json.loads(json.dumps(model_to_dict(row), default=str))
+def _approvals(target: ErasureTarget) -> list[dict[str, Any]]:
+    """The approvals of the person's facts (each remembered revision that waited for review),
+    with their decision."""
+    approvals = (
+        Approval.objects.of_tenant(target.tenant_id)
+        .filter(revision__fact__in=facts_about(target))
+        .select_related("revision", "agent")
+        .order_by("created_at", "pk")
+    )
+    return [
+        {
+            "id": str(a.pk),
+            "fact_id": str(a.revision.fact_id),
+            "revision_id": str(a.revision_id),
+            "status": a.status,
+            "reasons": list(a.reasons),
+            "findings": a.findings,
+            "agent_id": a.agent.agent_id if a.agent else None,
+            "agent_version": a.agent_version,
+            "run_id": _s(a.run_id),
+            "created_at": _t(a.created_at),
+            "decided_at": _t(a.decided_at),
+            "decided_by": a.decided_by or None,
+            "note": a.note or None,
+            "verified_revision_id": _s(a.verified_revision_id),
+        }
+        for a in approvals
+    ]
 
 
-def _approvals(fact_ids: list[str]) -> list[dict[str, Any]] | None:
-    """Approvals of the person's facts and their decisions, when an approvals app with models
-    is installed: any of its models with a foreign key to Fact or Revision is an approval;
-    any model with a foreign key to an approval is a decision. (The approvals app is built
-    separately; this reads it through the model registry so the export needs no import.)"""
-    if not apps.is_installed("approvals"):
-        return None
-    try:
-        app_models = list(apps.get_app_config("approvals").get_models())
-    except LookupError:
-        return None
-    if not app_models:
-        return None
-    out: list[dict[str, Any]] = []
-    for model in app_models:
-        for f in model._meta.get_fields():
-            if not (f.many_to_one and f.concrete):
-                continue
-            if f.related_model is Fact:
-                rows = model.objects.filter(**{f"{f.name}_id__in": fact_ids})
-            elif f.related_model is Revision:
-                rows = model.objects.filter(**{f"{f.name}__fact_id__in": fact_ids})
-            else:
-                continue
-            for row in rows.order_by("pk"):
-                decisions = [
-                    {"model": rel.related_model._meta.label, "id": str(d.pk), "fields": _plain(d)}
-                    for rel in model._meta.related_objects
-                    if rel.one_to_many and rel.related_model._meta.app_label == "approvals"
-                    for d in getattr(row, rel.get_accessor_name()).all().order_by("pk")
-                ]
-                out.append(
-                    {
-                        "model": model._meta.label,
-                        "id": str(row.pk),
-                        "fields": _plain(row),
-                        "decisions": decisions,
-                    }
-                )
-            break
-    return out
+def _own_ids(document: dict[str, Any]) -> set[str]:
+    """The ids of the rows in the export: an audit event lists only these of what it touched
+    (one search may have returned other people's facts beside the person's)."""
+    ids = {f["id"] for f in document["facts"]}
+    ids |= {r["id"] for f in document["facts"] for r in f["revisions"]}
+    ids |= {link["id"] for link in document["links"]}
+    ids |= {r["id"] for r in document["runs"]}
+    ids |= {
+        message_ref_of(c["conversation_id"], m["sequence"])
+        for c in document["conversations"]
+        for m in c["messages"]
+    }
+    return ids
 
 
-def _accesses(target: ErasureTarget) -> list[dict[str, Any]]:
+def _accesses(target: ErasureTarget, own_ids: set[str]) -> list[dict[str, Any]]:
     events = (
-        AuditEvent.objects.of_tenant(target.tenant_id).about_subject(target.subject).order_by("seq")
+        AuditEvent.objects.of_tenant(target.tenant_id)
+        .about_subject(str(target.subject))
+        .order_by("seq")
     )
     return [
         {
@@ -317,7 +318,7 @@ def _accesses(target: ErasureTarget) -> list[dict[str, Any]]:
             "principal_kind": e.principal_kind,
             "agent_id": e.agent_id,
             "run_id": _s(e.run_id),
-            "object_ids": list(e.object_ids),
+            "object_ids": [i for i in e.object_ids if i in own_ids],
         }
         for e in events
     ]
@@ -325,7 +326,7 @@ def _accesses(target: ErasureTarget) -> list[dict[str, Any]]:
 
 def access_export_document(target: ErasureTarget) -> dict[str, Any]:
     facts, links = _facts(target)
-    return {
+    document = {
         "schema": SCHEMA,
         "generated_at": timezone.now().isoformat(),
         "tenant_id": str(target.tenant_id),
@@ -334,9 +335,10 @@ def access_export_document(target: ErasureTarget) -> dict[str, Any]:
         "links": links,
         "conversations": _conversations(target),
         "runs": _runs(target),
-        "approvals": _approvals([f["id"] for f in facts]),
-        "accesses": _accesses(target),
+        "approvals": _approvals(target),
     }
+    document["accesses"] = _accesses(target, _own_ids(document))
+    return document
 
 
 def _yaml(value: Any, indent: int = 0) -> str:
@@ -438,10 +440,14 @@ def _requests_for(target: ErasureTarget) -> models.QuerySet[AccessRequest]:
 
 
 def erase_batch(target: ErasureTarget, limit: int) -> BatchResult:
-    from privacy.erasure import BatchResult
-
     ids = list(_requests_for(target).order_by("id").values_list("id", flat=True)[:limit])
     AccessRequest.objects.filter(pk__in=ids).delete()
+    if target.kind == SubjectKind.USER and len(ids) < limit:
+        # Requests a privacy officer made are not about them, but name them ("staff:<id>").
+        for model in (AccessRequest, ErasureRequest):
+            model.objects.filter(
+                tenant_id=target.tenant_id, requested_by__contains=target.id
+            ).update(requested_by="erased")
     return BatchResult(erased=[f"access-request:{i}" for i in ids], done=len(ids) < limit)
 
 

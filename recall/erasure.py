@@ -9,42 +9,20 @@ of other people in the person's conversation go with it: the conversation is the
 
 from __future__ import annotations
 
-import uuid
-from typing import TYPE_CHECKING
-
-from django.db.models import Q
-
-from kindmem.models import SubjectKind
+from kindmem.erasure import BatchResult, ErasureTarget
 from recall.models import Conversation, Message
-
-if TYPE_CHECKING:
-    from privacy.erasure import BatchResult, ErasureTarget
+from recall.querysets import ConversationQuerySet
 
 
-def conversations_of(target: ErasureTarget) -> Q | None:
-    """A Q over Conversation naming the target's conversations; None when none can match."""
-    kind = SubjectKind(target.kind)
-    if kind == SubjectKind.PARTICIPANT:
-        return Q(participant_id=target.id)
-    if kind == SubjectKind.USER:
-        try:
-            return Q(user_id=uuid.UUID(target.id))
-        except ValueError:
-            return None
-    if kind == SubjectKind.CONVERSATION:
-        return Q(thread_id=target.id)
-    return None  # an external subject has no conversations
+def conversations_of(target: ErasureTarget) -> ConversationQuerySet:
+    """The target's conversations in its tenant (`Conversation.objects.about`)."""
+    return Conversation.objects.of_tenant(target.tenant_id).about(target.subject)
 
 
 def erase_batch(target: ErasureTarget, limit: int) -> BatchResult:
-    from privacy.erasure import BatchResult
-
-    condition = conversations_of(target)
-    if condition is None:
-        return BatchResult(erased=[], done=True)
     erased: list[str] = []
     budget = limit
-    conversations = Conversation.objects.filter(condition, tenant_id=target.tenant_id)
+    conversations = conversations_of(target)
     for conversation_id in conversations.order_by("id").values_list("id", flat=True):
         message_ids = list(
             Message.objects.filter(conversation_id=conversation_id)
@@ -66,8 +44,5 @@ def erase_batch(target: ErasureTarget, limit: int) -> BatchResult:
 
 def estimate(target: ErasureTarget) -> int:
     """Rows this step will erase (messages and conversations), for the progress bar."""
-    condition = conversations_of(target)
-    if condition is None:
-        return 0
-    conversations = Conversation.objects.filter(condition, tenant_id=target.tenant_id)
+    conversations = conversations_of(target)
     return conversations.count() + Message.objects.filter(conversation__in=conversations).count()

@@ -131,3 +131,8 @@ class Message(models.Model):
 
     def __str__(self) -> str:
         return f"message {self.conversation_id}#{self.sequence}"
+
+
+def message_ref(thread_id: str, sequence: int) -> str:
+    """How the audit stream names a message: the API's own ids, `<conversation id>#<seq>`."""
+    return f"{thread_id}#{sequence}"

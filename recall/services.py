@@ -13,8 +13,8 @@ from facts.embedding import Embedder, EmbeddingFailed, get_embedder
 from kindmem.access import Principal, readers_for
 from kindmem.errors import EmbeddingUnavailable, Forbidden, ValidationFailed
 from kindmem.holds import assert_not_held
-from kindmem.models import Agent, Project, SubjectKind, User
-from recall.access import RecallRow, is_recall_readable_by
+from kindmem.models import Agent, Project, User
+from kindmem.subjects import persons_of
 from recall.models import Conversation, Message, Role
 
 logger = logging.getLogger(__name__)
@@ -123,11 +123,11 @@ def _append(
     _check_may_write(principal, conversation, start)
     assert_not_held(
         tenant_id,
-        [
-            (SubjectKind.PARTICIPANT, conversation.participant_id or ""),
-            (SubjectKind.USER, str(conversation.user_id) if conversation.user_id else ""),
-            (SubjectKind.CONVERSATION, conversation.thread_id),
-        ],
+        persons_of(
+            participant_id=conversation.participant_id,
+            user_id=conversation.user_id,
+            thread_id=conversation.thread_id,
+        ),
     )
     now = timezone.now()
     first = conversation.last_sequence + 1
@@ -210,13 +210,10 @@ def _check_may_write(
         assert principal.run is not None
         if principal.run.thread_id != conversation.thread_id:
             raise Forbidden("A run writes only to its own conversation (its thread_id).")
-    row = RecallRow(
-        conversation_id=conversation.thread_id,
-        project_id=str(conversation.project_id) if conversation.project_id else None,
-        participant_id=conversation.participant_id,
-        user_id=str(conversation.user_id) if conversation.user_id else None,
+    readable = Conversation.objects.filter(pk=conversation.pk).recall_readable_by(
+        readers_for(principal)
     )
-    if not is_recall_readable_by(row, readers_for(principal)):
+    if not readable.exists():
         raise Forbidden("This credential may not write to that conversation.")
     mismatched = {
         name: given

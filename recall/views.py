@@ -13,6 +13,7 @@ from kindmem.permissions import principal_of
 from kindmem.serializers import ErrorOutput
 from recall import services
 from recall.models import Conversation
+from recall.models import message_ref as message_ref_of
 from recall.search import RecallQuery, Selection, recall_search
 from recall.serializers import AppendInput, AppendOutput, RecallInput, RecallOutput
 
@@ -36,8 +37,8 @@ def conversation_subjects(conversation: Conversation) -> list[tuple[str, str]]:
 
 
 def message_ref(conversation: Conversation, sequence: int) -> str:
-    """How the audit stream names a message: the API's own ids, `<conversation id>#<seq>`."""
-    return f"{conversation.thread_id}#{sequence}"
+    """How the audit stream names a message (`recall.models.message_ref`)."""
+    return message_ref_of(conversation.thread_id, sequence)
 
 
 class ConversationMessagesView(AuditedView):

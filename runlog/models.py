@@ -7,13 +7,14 @@ the one path that changes a written row is `services.log_payloads_erase`.
 from __future__ import annotations
 
 import uuid
-from typing import Any
 
 from django.db import models
 from django.db.models import Q
 from django.utils import timezone
 
 from kindmem.access import Readers
+from kindmem.guards import run_guard
+from kindmem.holds import held_condition
 from kindmem.models import Run, Tenant
 from runlog.chain import GENESIS_HASH, HASH_VERSIONS
 
@@ -32,59 +33,16 @@ class LogKind(models.TextChoices):
     NOTE = "note", "anything else worth keeping"
 
 
-def run_readable_q(readers: Readers, prefix: str = "") -> Q:
-    """The run guard in SQL: the seed's `isRecallReadableBy`, applied to a run's containers.
-
-    A run is a conversation: its project, its person (the participant, else the Kindgi user)
-    and its thread. `prefix` is the path to the run ("run__" from a log entry, "" on Run).
-    Its Python reference is `is_run_readable_by`; a test proves the two agree.
-    """
-    if readers.all:
-        return Q()
-    on_behalf = Q(**{f"{prefix}project_id__in": readers.on_behalf_of_project_ids})
-    in_project = Q(**{f"{prefix}project_id__in": readers.project_ids}) | on_behalf
-    is_person = Q(
-        **{
-            f"{prefix}participant_id__isnull": False,
-            f"{prefix}participant_id__in": readers.participant_ids,
-        }
-    ) | Q(
-        **{
-            f"{prefix}participant_id__isnull": True,
-            f"{prefix}user_id__in": readers.user_ids,
-        }
-    )
-    in_thread = Q(**{f"{prefix}thread_id__in": readers.thread_ids})
-    return in_project & (is_person | in_thread | on_behalf)
-
-
-def is_run_readable_by(run: dict[str, Any], readers: Readers) -> bool:
-    """Python reference of `run_readable_q`, case for case from the seed's `isRecallReadableBy`
-    (a run always has a project). `run` maps project_id, participant_id, user_id, thread_id to
-    strings or None. Used by tests only."""
-    if readers.all:
-        return True
-
-    def has(ids: frozenset[str], value: str | None) -> bool:
-        return value is not None and value in ids
-
-    project = run["project_id"]
-    on_behalf = has(readers.on_behalf_of_project_ids, project)
-    if not (has(readers.project_ids, project) or on_behalf):
-        return False
-    if run["participant_id"] is not None:
-        is_person = has(readers.participant_ids, run["participant_id"])
-    else:
-        is_person = has(readers.user_ids, run["user_id"])
-    return is_person or has(readers.thread_ids, run["thread_id"]) or on_behalf
-
-
 class LogEntryQuerySet(models.QuerySet):
     def of_run(self, run: Run) -> LogEntryQuerySet:
         return self.filter(tenant_id=run.tenant_id, run_id=run.pk)
 
     def readable_by(self, tenant_id: uuid.UUID, readers: Readers) -> LogEntryQuerySet:
-        return self.filter(Q(tenant_id=tenant_id) & run_readable_q(readers, prefix="run__"))
+        """Entries of runs `readers` may read (the run guard, in SQL), of no person or
+        conversation an erasure in progress holds."""
+        return self.filter(Q(tenant_id=tenant_id) & run_guard(readers, prefix="run__")).exclude(
+            held_condition("run__")
+        )
 
     def after(self, sequence: int) -> LogEntryQuerySet:
         return self.filter(sequence__gt=sequence).order_by("sequence")

@@ -15,10 +15,12 @@ from django.utils import timezone
 
 from kindmem.access import Principal, Readers, readers_for
 from kindmem.errors import Forbidden, NotFound, ValidationFailed
-from kindmem.holds import assert_not_held
+from kindmem.guards import run_guard
+from kindmem.holds import assert_not_held, held_condition
 from kindmem.models import Run
+from kindmem.subjects import persons_of
 from runlog import chain
-from runlog.models import LogEntry, LogKind, run_readable_q
+from runlog.models import LogEntry, LogKind
 
 
 def run_appendable_q(principal: Principal) -> Q:
@@ -28,7 +30,7 @@ def run_appendable_q(principal: Principal) -> Q:
     if principal.kind == "run":
         assert principal.run is not None
         return Q(pk=principal.run.pk)
-    return run_readable_q(readers_for(principal))
+    return run_guard(readers_for(principal))
 
 
 def run_for_reading(
@@ -38,7 +40,8 @@ def run_for_reading(
     a run one cannot read does not exist for them)."""
     run = (
         Run.objects.filter(tenant_id=principal.tenant_id, pk=run_id)
-        .filter(run_readable_q(readers if readers is not None else readers_for(principal)))
+        .filter(run_guard(readers if readers is not None else readers_for(principal)))
+        .exclude(held_condition())  # a held person's run reads as nothing
         .first()
     )
     if run is None:
@@ -189,11 +192,11 @@ def log_append(
         raise NotFound("No such run in this tenant.")
     assert_not_held(
         locked.tenant_id,
-        [
-            ("participant", locked.participant_id),
-            ("user", str(locked.user_id) if locked.user_id else None),
-            ("conversation", locked.thread_id),
-        ],
+        persons_of(
+            participant_id=locked.participant_id,
+            user_id=locked.user_id,
+            thread_id=locked.thread_id,
+        ),
     )
     if caused_by_log_id is not None and not (
         LogEntry.objects.of_run(locked).filter(pk=caused_by_log_id).exists()

@@ -11,6 +11,7 @@ from django.utils import timezone
 
 from audit.models import AuditEvent, AuditPolicy
 from audit.services import AuditNote, audit_purge, audit_record, audit_subject_scrub
+from kindmem.subjects import Subject
 
 
 def record(principal, *, phase="read", subjects=(), ids=(), snapshot=None, outcome="success"):
@@ -92,7 +93,9 @@ def test_scrubbing_a_subject_keeps_that_the_access_happened(world):
         subjects=[("participant", "ann"), ("participant", "bob")],
         snapshot={"query": "ann", "mode": "keyword"},
     )
-    changed = audit_subject_scrub(tenant_id=world.tenant.id, subject="participant:ann")
+    changed = audit_subject_scrub(
+        tenant_id=world.tenant.id, subject=Subject.parse("participant", "ann")
+    )
     event.refresh_from_db()
     assert changed == 1
     assert event.subjects == ["participant:bob"]

@@ -12,12 +12,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from facts.access import is_readable_by
 from facts.models import Fact, Revision, Subject
 from kindmem.access import Readers
 from kindmem.models import ErasureHold
 from tests import factories
 from tests.facts.conftest import fact_insert
+from tests.oracles import is_readable_by
 
 pytestmark = pytest.mark.django_db
 

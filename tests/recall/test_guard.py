@@ -9,9 +9,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kindmem.access import Readers
-from recall.access import RecallRow, is_recall_readable_by
 from recall.models import Conversation, Message
 from tests import factories
+from tests.oracles import RecallRow, is_recall_readable_by
 
 # ---- the Python reference, clause by clause (the seed's cases) ------------------------
 

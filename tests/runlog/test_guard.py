@@ -12,10 +12,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kindmem.access import Readers
+from kindmem.guards import run_guard
 from kindmem.models import Run
-from runlog.models import LogEntry, is_run_readable_by, run_readable_q
+from runlog.models import LogEntry
 from runlog.services import log_append
 from tests import factories
+from tests.oracles import is_run_readable_by
 
 PARTICIPANTS = [None, "p-1", "p-2"]
 THREADS = [None, "t-1", "t-2"]
@@ -94,7 +96,7 @@ def test_the_sql_run_guard_equals_the_python_reference(pool, data):
     runs = {
         str(i)
         for i in Run.objects.filter(tenant=world.tenant)
-        .filter(run_readable_q(readers))
+        .filter(run_guard(readers))
         .values_list("id", flat=True)
     }
     entries = {
