@@ -49,6 +49,10 @@ class BearerAuthentication(authentication.BaseAuthentication):
             raise exceptions.AuthenticationFailed("Invalid credential.")
         if key.is_revoked:
             raise exceptions.AuthenticationFailed("This key was revoked.")
+        # A key that names a person is that person's credential (a user key always does; an
+        # admin key may): it ends when the person is deactivated, as their console login does.
+        if key.user is not None and not key.user.is_active:
+            raise exceptions.AuthenticationFailed("This key's user was deactivated.")
         now = timezone.now()
         if key.last_used_at is None or key.last_used_at < now - LAST_USED_GRANULARITY:
             ApiKey.objects.filter(pk=key.pk).update(last_used_at=now)
@@ -56,7 +60,7 @@ class BearerAuthentication(authentication.BaseAuthentication):
 
     def _run(self, token: str, prefix: str) -> Principal:
         run = (
-            Run.objects.select_related("project", "agent", "user", "minted_by")
+            Run.objects.select_related("project", "agent", "user", "minted_by__user")
             .filter(token_prefix=prefix)
             .first()
         )
@@ -66,4 +70,8 @@ class BearerAuthentication(authentication.BaseAuthentication):
             raise exceptions.AuthenticationFailed("This run token has expired.")
         if run.minted_by is not None and run.minted_by.is_revoked:
             raise exceptions.AuthenticationFailed("The key that minted this run was revoked.")
+        # The run acts with its user's readers, and for the person whose key minted it.
+        minter_user = run.minted_by.user if run.minted_by is not None else None
+        if any(u is not None and not u.is_active for u in (run.user, minter_user)):
+            raise exceptions.AuthenticationFailed("This run's user was deactivated.")
         return Principal(kind="run", tenant_id=run.tenant_id, run=run, user=run.user)

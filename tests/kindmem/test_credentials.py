@@ -194,3 +194,60 @@ def test_admin_key_does_not_mint_runs(api, world):
         **world.admin.headers,
     )
     assert response.status_code == 403
+
+
+def _deactivate(user):
+    user.is_active = False
+    user.save(update_fields=["is_active"])
+
+
+def test_hole_5_deactivated_users_key_is_401(api, world):
+    # given a Kindgi user's key that works
+    assert api.get("/v1/me", **world.user_key.headers).status_code == 200
+    # when the user is deactivated
+    _deactivate(world.user)
+    # then their key is refused as unauthenticated
+    response = api.get("/v1/me", **world.user_key.headers)
+    assert response.status_code == 401
+    assert response.json() == {
+        "code": "unauthenticated",
+        "message": "This key's user was deactivated.",
+        "details": None,
+    }
+
+
+def test_hole_5_an_admin_key_naming_a_deactivated_user_is_401(api, world):
+    # given a tenant admin key created for a person
+    _, token = services.api_key_create(
+        tenant=world.tenant, kind="admin", name="ops", user=world.user
+    )
+    headers = {"HTTP_AUTHORIZATION": f"Bearer {token}"}
+    assert api.get("/v1/me", **headers).status_code == 200
+    # when that person is deactivated, the key goes with them
+    _deactivate(world.user)
+    assert api.get("/v1/me", **headers).status_code == 401
+
+
+def test_hole_5_runs_minted_by_a_deactivated_users_key_are_401(api, world):
+    # given a run the user minted with their own key
+    minted = factories.run_create(world.user_key, world.project, participant_id=None)
+    assert minted.run.user_id == world.user.id
+    assert minted.run.minted_by_id == world.user_key.key.id
+    assert api.get("/v1/me", **minted.headers).status_code == 200
+    # when the user is deactivated
+    _deactivate(world.user)
+    # then the run's token is refused too
+    response = api.get("/v1/me", **minted.headers)
+    assert response.status_code == 401
+    assert response.json()["message"] == "This run's user was deactivated."
+
+
+def test_hole_5_an_app_run_acting_for_a_deactivated_user_is_401(api, world):
+    # given an app's run acting for a member Kindgi user, and one for an end user only
+    for_user = factories.run_create(world.app, world.project, user=world.user)
+    for_participant = factories.run_create(world.app, world.project)
+    # when that user is deactivated
+    _deactivate(world.user)
+    # then the run that acts with their readers stops; the app's other runs go on
+    assert api.get("/v1/me", **for_user.headers).status_code == 401
+    assert api.get("/v1/me", **for_participant.headers).status_code == 200
