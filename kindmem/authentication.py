@@ -68,10 +68,16 @@ class BearerAuthentication(authentication.BaseAuthentication):
             raise exceptions.AuthenticationFailed("Invalid credential.")
         if run.is_expired:
             raise exceptions.AuthenticationFailed("This run token has expired.")
-        if run.minted_by is not None and run.minted_by.is_revoked:
+        # A run stands only while the key that minted it does. Every run is minted by a key
+        # (`run_mint`), so a run without one lost it: keys are now kept (Run.minted_by is
+        # RESTRICT, the console only revokes), but a key deleted before that left its runs
+        # with minted_by NULL, and those must not come back to life.
+        minter = run.minted_by
+        if minter is None:
+            raise exceptions.AuthenticationFailed("The key that minted this run is gone.")
+        if minter.is_revoked:
             raise exceptions.AuthenticationFailed("The key that minted this run was revoked.")
         # The run acts with its user's readers, and for the person whose key minted it.
-        minter_user = run.minted_by.user if run.minted_by is not None else None
-        if any(u is not None and not u.is_active for u in (run.user, minter_user)):
+        if any(u is not None and not u.is_active for u in (run.user, minter.user)):
             raise exceptions.AuthenticationFailed("This run's user was deactivated.")
         return Principal(kind="run", tenant_id=run.tenant_id, run=run, user=run.user)

@@ -4,6 +4,7 @@ import hashlib
 from datetime import timedelta
 
 import pytest
+from django.db.models import RestrictedError
 from django.utils import timezone
 
 from kindmem import services
@@ -251,3 +252,52 @@ def test_hole_5_an_app_run_acting_for_a_deactivated_user_is_401(api, world):
     # then the run that acts with their readers stops; the app's other runs go on
     assert api.get("/v1/me", **for_user.headers).status_code == 401
     assert api.get("/v1/me", **for_participant.headers).status_code == 200
+
+
+def test_hole_6_a_run_whose_minting_key_is_gone_is_401(api, world):
+    # given a run whose minting key was deleted before keys were kept (SET_NULL left no key)
+    minted = factories.run_create(world.app, world.project)
+    Run.objects.filter(pk=minted.run.pk).update(minted_by=None)
+    # when its token is used, then it is refused: every run is minted by a key that still stands
+    response = api.get("/v1/me", **minted.headers)
+    assert response.status_code == 401
+    assert response.json()["message"] == "The key that minted this run is gone."
+
+
+def test_hole_6_a_key_that_minted_runs_cannot_be_deleted(api, world):
+    # given a revoked key that minted a run
+    minted = factories.run_create(world.app, world.project)
+    services.api_key_revoke(key=world.app.key)
+    # when the key is deleted through the ORM, then it is refused, and the run and key stay
+    with pytest.raises(RestrictedError):
+        ApiKey.objects.filter(pk=world.app.key.pk).delete()
+    assert ApiKey.objects.filter(pk=world.app.key.pk, revoked_at__isnull=False).exists()
+    assert Run.objects.filter(pk=minted.run.pk, minted_by=world.app.key).exists()
+    # and the run's token stays refused: revocation is permanent
+    assert api.get("/v1/me", **minted.headers).status_code == 401
+
+
+def test_hole_6_the_console_revokes_keys_and_never_deletes_them(
+    api, client, django_user_model, world
+):
+    # given a superuser in the console, and a key that minted a run
+    client.force_login(django_user_model.objects.create_superuser("root", password="pw"))
+    minted = factories.run_create(world.app, world.project)
+    key = world.app.key
+    # when staff try to delete the key, one or in bulk
+    single = client.post(f"/console/kindmem/apikey/{key.pk}/delete/", {"post": "yes"})
+    bulk = client.post(
+        "/console/kindmem/apikey/",
+        {"action": "delete_selected", "_selected_action": [str(key.pk)], "post": "yes"},
+    )
+    # then nothing is deleted: the delete page is forbidden and the bulk action is not offered
+    assert single.status_code == 403
+    actions = client.get("/console/kindmem/apikey/").context["action_form"].fields["action"]
+    assert "delete_selected" not in dict(actions.choices)
+    assert bulk.status_code in {200, 302}
+    assert ApiKey.objects.filter(pk=key.pk).exists()
+    assert api.get("/v1/me", **minted.headers).status_code == 200
+    # and Revoke is what ends the key and its runs
+    client.post("/console/kindmem/apikey/", {"action": "revoke", "_selected_action": [str(key.pk)]})
+    assert ApiKey.objects.get(pk=key.pk).is_revoked
+    assert api.get("/v1/me", **minted.headers).status_code == 401
