@@ -35,8 +35,14 @@ DEFAULT_LIMIT = 50
 
 
 def _touch_revision(view: AuditedView, revision: Any) -> None:
+    # The revision, which is what was remembered or decided, and its fact, which is what
+    # `GET /v1/audit?fact_id=` asks for: an event names the fact it touches, like every fact
+    # endpoint's. Recording it, rather than widening the filter to the fact's revision ids,
+    # keeps the lookup one probe of the GIN index on object_ids, needs no query of the facts
+    # tables from audit (which sits below facts), and still finds the events once an
+    # erasure or purge removed the revisions.
     view.audit.touch(
-        ids=[revision.id],
+        ids=[revision.id, revision.fact_id],
         subjects=[(s.kind, s.subject_id) for s in revision.subjects.all()],
     )
     if revision.fact.project_id:

@@ -86,6 +86,12 @@ class ApiKeyAdmin(admin.ModelAdmin):
     filter_horizontal = ["projects"]
     actions = ["revoke"]
 
+    def has_delete_permission(self, request: Any, obj: Any = None) -> bool:
+        # Revocation is permanent and is how a key ends (with its runs); deleting one would
+        # lose who wrote what, and the runs it minted keep their rows (facts and run logs
+        # name them). No delete page, no "delete selected" action.
+        return False
+
     def get_form(self, request: Any, obj: Any = None, change: bool = False, **kwargs: Any) -> Any:
         if obj is None:
             kwargs["form"] = ApiKeyAddForm

@@ -49,6 +49,10 @@ class BearerAuthentication(authentication.BaseAuthentication):
             raise exceptions.AuthenticationFailed("Invalid credential.")
         if key.is_revoked:
             raise exceptions.AuthenticationFailed("This key was revoked.")
+        # A key that names a person is that person's credential (a user key always does; an
+        # admin key may): it ends when the person is deactivated, as their console login does.
+        if key.user is not None and not key.user.is_active:
+            raise exceptions.AuthenticationFailed("This key's user was deactivated.")
         now = timezone.now()
         if key.last_used_at is None or key.last_used_at < now - LAST_USED_GRANULARITY:
             ApiKey.objects.filter(pk=key.pk).update(last_used_at=now)
@@ -56,7 +60,7 @@ class BearerAuthentication(authentication.BaseAuthentication):
 
     def _run(self, token: str, prefix: str) -> Principal:
         run = (
-            Run.objects.select_related("project", "agent", "user", "minted_by")
+            Run.objects.select_related("project", "agent", "user", "minted_by__user")
             .filter(token_prefix=prefix)
             .first()
         )
@@ -64,6 +68,16 @@ class BearerAuthentication(authentication.BaseAuthentication):
             raise exceptions.AuthenticationFailed("Invalid credential.")
         if run.is_expired:
             raise exceptions.AuthenticationFailed("This run token has expired.")
-        if run.minted_by is not None and run.minted_by.is_revoked:
+        # A run stands only while the key that minted it does. Every run is minted by a key
+        # (`run_mint`), so a run without one lost it: keys are now kept (Run.minted_by is
+        # RESTRICT, the console only revokes), but a key deleted before that left its runs
+        # with minted_by NULL, and those must not come back to life.
+        minter = run.minted_by
+        if minter is None:
+            raise exceptions.AuthenticationFailed("The key that minted this run is gone.")
+        if minter.is_revoked:
             raise exceptions.AuthenticationFailed("The key that minted this run was revoked.")
+        # The run acts with its user's readers, and for the person whose key minted it.
+        if any(u is not None and not u.is_active for u in (run.user, minter.user)):
+            raise exceptions.AuthenticationFailed("This run's user was deactivated.")
         return Principal(kind="run", tenant_id=run.tenant_id, run=run, user=run.user)

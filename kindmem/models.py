@@ -175,8 +175,12 @@ class Run(models.Model):
     )
     thread_id = models.CharField(max_length=200, null=True, blank=True)
     session_id = models.CharField(max_length=200, null=True, blank=True)
+    # RESTRICT: a key that minted runs is not deleted, except along with those runs (a
+    # tenant's deletion); it is revoked, which ends its runs. SET_NULL used to let a deleted
+    # key's runs authenticate again. Nullable only for runs orphaned before that changed;
+    # the authenticator refuses them.
     minted_by = models.ForeignKey(
-        ApiKey, on_delete=models.SET_NULL, null=True, blank=True, related_name="runs"
+        ApiKey, on_delete=models.RESTRICT, null=True, blank=True, related_name="runs"
     )
     token_prefix = models.CharField(max_length=16, unique=True)
     token_hash = models.CharField(max_length=64)

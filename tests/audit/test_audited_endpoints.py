@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import importlib
 from typing import Any
 
 import pytest
+from django.db import connection
 
 from audit.models import AuditEvent
+from audit.services import AuditNote, audit_record
 from facts.models import Revision
 from kindmem.models import ErasureHold
 from tests import factories
+from tests.approvals.conftest import declare, remember, reviewer_create
 
 pytestmark = pytest.mark.django_db
 
@@ -204,3 +208,78 @@ def test_only_successful_reads_commit_their_event_without_waiting_for_the_flush(
     read = audit_statement(lambda: api.get("/v1/facts", **world.app.headers))
     assert "CASE WHEN false" in write  # a write's event is as durable as the write
     assert "CASE WHEN true" in read
+
+
+def test_hole_17_an_audit_lookup_by_fact_finds_its_remember_and_approval_events(api, world):
+    # given a memory an agent remembered that waited for review, a reviewer who listed the
+    # queue and approved it, then a read and a supersede of the fact
+    run = factories.run_create(world.app, world.project, agent=declare(world.agent))
+    reviewer = reviewer_create(world)
+    remembered = remember(api, run, text="Always greet her in Spanish.").json()
+    assert remembered["approval_id"], remembered
+    fact_id = remembered["fact"]["id"]
+    assert api.get("/v1/approvals", **reviewer.key.headers).status_code == 200
+    approved = api.post(
+        f"/v1/approvals/{remembered['approval_id']}/approve",
+        {},
+        format="json",
+        **reviewer.key.headers,
+    )
+    assert approved.status_code == 200, approved.json()
+    assert api.get(f"/v1/facts/{fact_id}", **world.app.headers).status_code == 200
+    superseded = api.post(
+        f"/v1/facts/{fact_id}/supersede",
+        {"content": {"text": "Greet her in Spanish."}},
+        format="json",
+        **world.app.headers,
+    )
+    assert superseded.status_code == 201, superseded.json()
+    # and an event about another fact, which the lookup leaves out
+    fact_create(api, world.app)
+    # when a tenant admin looks the fact up in the audit stream
+    response = api.get("/v1/audit", {"fact_id": fact_id}, **world.admin.headers)
+    # then every event about any of its revisions comes, in order
+    assert response.status_code == 200, response.json()
+    events = response.json()["events"]
+    assert [(e["endpoint"], e["phase"]) for e in events] == [
+        ("POST remember", "write"),
+        ("GET approvals", "read"),
+        ("POST approval-approve", "write"),
+        ("GET fact", "read"),
+        ("POST fact-supersede", "write"),
+    ]
+    assert all(fact_id in e["object_ids"] for e in events)
+    # and the events of the review still name the revision they decided
+    assert remembered["fact"]["revision_id"] in events[0]["object_ids"]
+    assert remembered["fact"]["revision_id"] in events[2]["object_ids"]
+
+
+def test_hole_17_events_recorded_before_the_fix_gain_their_fact_id(api, world):
+    # given a remember event and a decision event as they were recorded before (the revision
+    # id alone), and a review event holding an id that is no UUID
+    run = factories.run_create(world.app, world.project, agent=declare(world.agent))
+    reviewer = reviewer_create(world)
+    remembered = remember(api, run, text="Always greet her in Spanish.").json()
+    approve_url = f"/v1/approvals/{remembered['approval_id']}/approve"
+    api.post(approve_url, {}, format="json", **reviewer.key.headers)
+    revision_id, fact_id = remembered["fact"]["revision_id"], remembered["fact"]["id"]
+    AuditEvent.objects.all().update(object_ids=[revision_id])
+    odd = AuditNote(phase="write", kind="fact")
+    odd.touch(ids=["not-a-uuid"])
+    audit_record(
+        principal=reviewer.key.principal,
+        note=odd,
+        outcome="failure",
+        endpoint="POST approval-reject",
+    )
+    # when the migration's backfill runs
+    migration = importlib.import_module("approvals.migrations.0003_audit_events_name_their_fact")
+    with connection.cursor() as cursor:
+        cursor.execute(migration.BACKFILL, [migration.ENDPOINTS])
+    # then the remember and review events name the fact too, and the rest is as it was
+    events = {e.endpoint: e.object_ids for e in AuditEvent.objects.all()}
+    assert events == {
+        "POST remember": [revision_id, fact_id],
+        "POST approval-approve": [revision_id, fact_id],
+        "POST approval-reject": ["not-a-uuid"],
+    }

@@ -4,6 +4,7 @@ import hashlib
 from datetime import timedelta
 
 import pytest
+from django.db.models import RestrictedError
 from django.utils import timezone
 
 from kindmem import services
@@ -194,3 +195,109 @@ def test_admin_key_does_not_mint_runs(api, world):
         **world.admin.headers,
     )
     assert response.status_code == 403
+
+
+def _deactivate(user):
+    user.is_active = False
+    user.save(update_fields=["is_active"])
+
+
+def test_hole_5_deactivated_users_key_is_401(api, world):
+    # given a Kindgi user's key that works
+    assert api.get("/v1/me", **world.user_key.headers).status_code == 200
+    # when the user is deactivated
+    _deactivate(world.user)
+    # then their key is refused as unauthenticated
+    response = api.get("/v1/me", **world.user_key.headers)
+    assert response.status_code == 401
+    assert response.json() == {
+        "code": "unauthenticated",
+        "message": "This key's user was deactivated.",
+        "details": None,
+    }
+
+
+def test_hole_5_an_admin_key_naming_a_deactivated_user_is_401(api, world):
+    # given a tenant admin key created for a person
+    _, token = services.api_key_create(
+        tenant=world.tenant, kind="admin", name="ops", user=world.user
+    )
+    headers = {"HTTP_AUTHORIZATION": f"Bearer {token}"}
+    assert api.get("/v1/me", **headers).status_code == 200
+    # when that person is deactivated, the key goes with them
+    _deactivate(world.user)
+    assert api.get("/v1/me", **headers).status_code == 401
+
+
+def test_hole_5_runs_minted_by_a_deactivated_users_key_are_401(api, world):
+    # given a run the user minted with their own key
+    minted = factories.run_create(world.user_key, world.project, participant_id=None)
+    assert minted.run.user_id == world.user.id
+    assert minted.run.minted_by_id == world.user_key.key.id
+    assert api.get("/v1/me", **minted.headers).status_code == 200
+    # when the user is deactivated
+    _deactivate(world.user)
+    # then the run's token is refused too
+    response = api.get("/v1/me", **minted.headers)
+    assert response.status_code == 401
+    assert response.json()["message"] == "This run's user was deactivated."
+
+
+def test_hole_5_an_app_run_acting_for_a_deactivated_user_is_401(api, world):
+    # given an app's run acting for a member Kindgi user, and one for an end user only
+    for_user = factories.run_create(world.app, world.project, user=world.user)
+    for_participant = factories.run_create(world.app, world.project)
+    # when that user is deactivated
+    _deactivate(world.user)
+    # then the run that acts with their readers stops; the app's other runs go on
+    assert api.get("/v1/me", **for_user.headers).status_code == 401
+    assert api.get("/v1/me", **for_participant.headers).status_code == 200
+
+
+def test_hole_6_a_run_whose_minting_key_is_gone_is_401(api, world):
+    # given a run whose minting key was deleted before keys were kept (SET_NULL left no key)
+    minted = factories.run_create(world.app, world.project)
+    Run.objects.filter(pk=minted.run.pk).update(minted_by=None)
+    # when its token is used, then it is refused: every run is minted by a key that still stands
+    response = api.get("/v1/me", **minted.headers)
+    assert response.status_code == 401
+    assert response.json()["message"] == "The key that minted this run is gone."
+
+
+def test_hole_6_a_key_that_minted_runs_cannot_be_deleted(api, world):
+    # given a revoked key that minted a run
+    minted = factories.run_create(world.app, world.project)
+    services.api_key_revoke(key=world.app.key)
+    # when the key is deleted through the ORM, then it is refused, and the run and key stay
+    with pytest.raises(RestrictedError):
+        ApiKey.objects.filter(pk=world.app.key.pk).delete()
+    assert ApiKey.objects.filter(pk=world.app.key.pk, revoked_at__isnull=False).exists()
+    assert Run.objects.filter(pk=minted.run.pk, minted_by=world.app.key).exists()
+    # and the run's token stays refused: revocation is permanent
+    assert api.get("/v1/me", **minted.headers).status_code == 401
+
+
+def test_hole_6_the_console_revokes_keys_and_never_deletes_them(
+    api, client, django_user_model, world
+):
+    # given a superuser in the console, and a key that minted a run
+    client.force_login(django_user_model.objects.create_superuser("root", password="pw"))
+    minted = factories.run_create(world.app, world.project)
+    key = world.app.key
+    # when staff try to delete the key, one or in bulk
+    single = client.post(f"/console/kindmem/apikey/{key.pk}/delete/", {"post": "yes"})
+    bulk = client.post(
+        "/console/kindmem/apikey/",
+        {"action": "delete_selected", "_selected_action": [str(key.pk)], "post": "yes"},
+    )
+    # then nothing is deleted: the delete page is forbidden and the bulk action is not offered
+    assert single.status_code == 403
+    actions = client.get("/console/kindmem/apikey/").context["action_form"].fields["action"]
+    assert "delete_selected" not in dict(actions.choices)
+    assert bulk.status_code in {200, 302}
+    assert ApiKey.objects.filter(pk=key.pk).exists()
+    assert api.get("/v1/me", **minted.headers).status_code == 200
+    # and Revoke is what ends the key and its runs
+    client.post("/console/kindmem/apikey/", {"action": "revoke", "_selected_action": [str(key.pk)]})
+    assert ApiKey.objects.get(pk=key.pk).is_revoked
+    assert api.get("/v1/me", **minted.headers).status_code == 401
