@@ -239,8 +239,11 @@ class RevisionQuerySet(models.QuerySet["Revision"]):
         return self.filter(review__isnull=True)
 
     def unexpired(self, at: datetime | None = None) -> RevisionQuerySet:
-        """Not past `expires_at` (compared in the query, so no read waits for a sweep)."""
-        at = at or timezone.now()
+        """Not past `expires_at`, now nor at `at` (an as-of read's record time): compared in
+        the query, so no read waits for a sweep. An `at` in the past never brings back what
+        has expired since: no read returns a revision after its `expires_at`."""
+        now = timezone.now()
+        at = max(at, now) if at is not None else now
         return self.filter(Q(expires_at__isnull=True) | Q(expires_at__gt=at))
 
     def valid_at(self, at: datetime) -> RevisionQuerySet:
@@ -251,7 +254,8 @@ class RevisionQuerySet(models.QuerySet["Revision"]):
         )
 
     def as_of(self, at: datetime) -> RevisionQuerySet:
-        """What kindmem held at record time `at`: written by then and not yet invalidated."""
+        """What kindmem held at record time `at`: written by then and not yet invalidated.
+        Record time only: a read adds `unexpired(at)`, which checks expiry now as well."""
         return self.filter(
             Q(created_at__lte=at), Q(invalidated_at__isnull=True) | Q(invalidated_at__gt=at)
         )
