@@ -25,8 +25,8 @@ from pgvector.django import HnswIndex, VectorField
 
 from facts.embedding import DIMENSIONS
 from kindmem.guards import fact_guard
-from kindmem.holds import held_condition
-from kindmem.models import ErasureHold, Org, Project, Run, SubjectKind, Tenant, User
+from kindmem.holds import held_among, held_condition
+from kindmem.models import Org, Project, Run, SubjectKind, Tenant, User
 from kindmem.subjects import Subject as SubjectRef
 
 if TYPE_CHECKING:
@@ -158,6 +158,12 @@ class Fact(models.Model):
         return {k: str(v) for k, v in values.items() if v is not None}
 
 
+def _held_subject() -> Exists:
+    """Whether an erasure in progress holds one of the subjects of the revision of the query
+    this is used in."""
+    return held_among(Subject.objects.filter(revision_id=OuterRef(OuterRef("pk"))))
+
+
 class RevisionQuerySet(models.QuerySet["Revision"]):
     def of_tenant(self, tenant_id: uuid.UUID | str) -> RevisionQuerySet:
         return self.filter(tenant_id=tenant_id)
@@ -166,25 +172,25 @@ class RevisionQuerySet(models.QuerySet["Revision"]):
         """Revisions of facts whose scope `readers` may read (the seed's `isReadableBy`,
         compiled to SQL), excluding any whose fact's scope person or whose subjects an
         erasure in progress holds. Apply before any LIMIT."""
-        # From the holds (none, or a few while an erasure runs) to the revision's subjects:
-        # the other way round probed every candidate revision's subjects, which under row
-        # security the planner chose even with no hold at all.
-        held_subject = Exists(
-            ErasureHold.objects.filter(tenant_id=OuterRef("tenant_id")).filter(
-                Exists(
-                    Subject.objects.filter(
-                        revision_id=OuterRef(OuterRef("pk")),
-                        kind=OuterRef("subject_kind"),
-                        subject_id=OuterRef("subject_id"),
-                    )
-                )
-            )
-        )
         return (
             self.filter(fact_guard(readers, "fact__"))
             .exclude(held_condition("fact__"))
-            .exclude(held_subject)
+            .exclude(_held_subject())
         )
+
+    def of_live_facts(self) -> RevisionQuerySet:
+        """Revisions of facts a read still returns: whose current revision is live (current,
+        approved, unexpired) and none of whose subjects an erasure holds. What history and
+        as-of reads start from, since a fact's history is its content: a fact deleted, expired,
+        erased, rejected or still waiting for review has none to show (a 404, as its detail),
+        and its rows wait for the purge. The scope guard is the fact's, so `readable_by` on
+        these rows covers the current revision as well."""
+        live = (
+            Revision.objects.filter(tenant_id=OuterRef("tenant_id"), fact_id=OuterRef("fact_id"))
+            .live()
+            .exclude(_held_subject())
+        )
+        return self.filter(Exists(live))
 
     def current(self) -> RevisionQuerySet:
         """Each fact's current revision (record time: never invalidated)."""
@@ -195,8 +201,11 @@ class RevisionQuerySet(models.QuerySet["Revision"]):
         return self.filter(review__isnull=True)
 
     def unexpired(self, at: datetime | None = None) -> RevisionQuerySet:
-        """Not past `expires_at` (compared in the query, so no read waits for a sweep)."""
-        at = at or timezone.now()
+        """Not past `expires_at`, now nor at `at` (an as-of read's record time): compared in
+        the query, so no read waits for a sweep. An `at` in the past never brings back what
+        has expired since: no read returns a revision after its `expires_at`."""
+        now = timezone.now()
+        at = max(at, now) if at is not None else now
         return self.filter(Q(expires_at__isnull=True) | Q(expires_at__gt=at))
 
     def valid_at(self, at: datetime) -> RevisionQuerySet:
@@ -207,7 +216,9 @@ class RevisionQuerySet(models.QuerySet["Revision"]):
         )
 
     def as_of(self, at: datetime) -> RevisionQuerySet:
-        """What kindmem held at record time `at`: written by then and not yet invalidated."""
+        """What kindmem held at record time `at`: written by then and not yet invalidated.
+        Record time only: a read adds `unexpired(at)`, which checks expiry now as well, and
+        `of_live_facts()`."""
         return self.filter(
             Q(created_at__lte=at), Q(invalidated_at__isnull=True) | Q(invalidated_at__gt=at)
         )

@@ -10,8 +10,9 @@ both sets its expiry and forbids deleting it until it elapses, which must not st
 from rejecting an agent's memory or a person from deleting it. So the declaration's
 `keep_days` goes into `expires_at` only (now + keep_days: the unverified window), and the
 revision's retention columns carry the tenant's policy for the type, as for any other fact.
-Verifying (`fact_verify`) lifts the window: the verified revision expires only at its
-`keep_until` (facts' rule for every verified fact).
+Verifying (`fact_verify`) lifts the window and only the window: the verified revision expires
+when its retention says (the policy's `keep_days` from the fact's first write, a `keep_until`),
+or never when it has none.
 
 Idempotency: one revision per (run, tool call) is a unique constraint. A retry whose first
 call already committed finds it; a concurrent retry's insert waits on the first's and then

@@ -680,8 +680,10 @@ def fact_verify(
     readers: Readers | None = None,
 ) -> WriteResult:
     """Write the next revision with `trust: verified`, `verified_by` and `verified_at`: same
-    content, validity and subjects. It lifts an unverified expiry window: a verified fact
-    expires only at its `keep_until`. Verifying a verified fact changes nothing.
+    content, validity and subjects. It lifts an agent's unverified window, and only that: the
+    verified revision expires when its retention says (`keep_until`, or `keep_days` from the
+    fact's first write; never under a legal hold), as any fact written with that retention
+    would. Verifying a verified fact changes nothing.
 
     `readers` widens what the verifier may reach: a reviewer deciding the tenant's review queue
     (approvals) verifies facts of people whose facts their own key could not list."""
@@ -712,7 +714,7 @@ def fact_verify(
         trust=Trust.VERIFIED,
         verified_by=f"{who.kind}:{who.id}",
         verified_at=now,
-        expires_at=None if current.legal_hold else current.keep_until,
+        # expires_at left to the retention: the window `remember` set is not carried over
         embedded=_embedded_copy(current),
         now=now,
     )

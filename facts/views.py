@@ -107,7 +107,9 @@ class FactListView(AuditedView):
         principal = principal_of(request)
         qs = readable_revisions(principal).approved()
         if "as_of" in data:
-            qs = qs.as_of(data["as_of"]).unexpired(at=data["as_of"])
+            # What was held then, of the facts still readable now: a deleted or expired fact's
+            # past content is not served by asking about the past.
+            qs = qs.as_of(data["as_of"]).unexpired(at=data["as_of"]).of_live_facts()
         else:
             qs = qs.current().unexpired()
         if "valid_at" in data:
@@ -165,7 +167,12 @@ class FactDetailView(AuditedView):
 
 class FactRevisionsView(AuditedView):
     """A fact's history, newest first: every revision the caller may read, superseded ones
-    included (never one pending review or expired)."""
+    included (never one pending review or past its `expires_at`).
+
+    Only a fact that is itself readable now has a history: one deleted, expired, erased,
+    rejected or still pending review is a 404 `fact-not-found`, exactly like its detail and
+    like a fact that never existed (`RevisionQuerySet.of_live_facts`). Its history is content,
+    and a read returns only what DESIGN rule 3 allows; staff see ended facts in the console."""
 
     audit_phases = {"GET": "read"}
 
@@ -174,6 +181,7 @@ class FactRevisionsView(AuditedView):
         self.audit.touch(ids=[fact_id])
         revisions = list(
             readable_revisions(principal_of(request))
+            .of_live_facts()
             .approved()
             .unexpired()
             .filter(fact_id=_fact_uuid(fact_id))

@@ -10,7 +10,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Iterable
 
-from django.db.models import CharField, Exists, OuterRef, Q
+from django.db.models import CharField, Exists, OuterRef, Q, QuerySet
 from django.db.models.functions import Cast
 
 from kindmem.errors import ErasureInProgress
@@ -29,6 +29,24 @@ def held_condition(prefix: str = "") -> Exists:
                 subject_id=Cast(OuterRef(f"{prefix}user_id"), CharField()),
             )
             | Q(subject_kind=SubjectKind.CONVERSATION, subject_id=OuterRef(f"{prefix}thread_id"))
+        )
+    )
+
+
+def held_among(subject_rows: QuerySet) -> Exists:
+    """Whether an erasure in progress holds any of `subject_rows` (rows with `kind` and
+    `subject_id`, e.g. a revision's subjects, correlated by the caller through
+    `OuterRef(OuterRef(...))`: they are two levels down)."""
+    # From the holds (none, or a few while an erasure runs) to the subjects: the other way
+    # round probed every candidate's subjects, which under row security the planner chose
+    # even with no hold at all.
+    return Exists(
+        ErasureHold.objects.filter(tenant_id=OuterRef("tenant_id")).filter(
+            Exists(
+                subject_rows.filter(
+                    kind=OuterRef("subject_kind"), subject_id=OuterRef("subject_id")
+                )
+            )
         )
     )
 

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
+from datetime import datetime, timedelta
 
 import pytest
 from django.db import connection
+from django.utils import timezone
 from rest_framework.test import APIClient
 
 from approvals.models import Approval, ApprovalStatus
-from facts.models import Revision
+from facts.models import Fact, RetentionPolicy, Revision
 from tests import factories
 from tests.approvals.conftest import declare, remember, reviewer_create
 from tests.conftest import AUDIT_QUERIES, TENANT_QUERIES
@@ -284,3 +286,35 @@ def test_after_a_rejection_the_slot_starts_a_new_fact(api, world, agent_run, rev
     assert again["outcome"] == "created"
     assert again["fact"]["id"] != rejected["fact"]["id"]
     assert _listed_texts(api, world.app.headers) == ["Goes by Mia."]
+
+
+def test_hole_9_verifying_a_memory_lifts_only_its_unverified_window(
+    api, world, agent_run, reviewer
+):
+    # given: a tenant keeping preferences a year, and two memories under that policy, each
+    # expiring at the end of its 90-day unverified window (the declaration's keep_days)
+    RetentionPolicy.objects.create(tenant=world.tenant, fact_type="preference", keep_days=365)
+    pending = _pending(api, agent_run, "Always greet her by name.")
+    plain = remember(api, agent_run, text="Prefers tea.").json()
+    for memory in (pending, plain):
+        window = datetime.fromisoformat(memory["fact"]["expires_at"]) - timezone.now()
+        assert timedelta(days=89) < window <= timedelta(days=90)
+
+    # when: a reviewer verifies one from the queue, and an admin verifies the other
+    queued = api.post(
+        f"/v1/approvals/{pending['approval_id']}/verify", {}, format="json", **reviewer.key.headers
+    )
+    direct = api.post(
+        f"/v1/facts/{plain['fact']['id']}/verify", {}, format="json", **world.admin.headers
+    )
+
+    # then: each verified revision expires when the tenant's retention says, a year after the
+    # fact's first write, not at the window's end and not never
+    assert queued.status_code == 200, queued.json()
+    assert direct.status_code == 201, direct.json()
+    for memory in (pending, plain):
+        fact = api.get(f"/v1/facts/{memory['fact']['id']}", **world.admin.headers).json()
+        first_write = Fact.objects.get(pk=memory["fact"]["id"]).created_at
+        assert fact["trust"] == "verified"
+        assert fact["expires_at"] is not None, "verifying dropped the retention's expiry"
+        assert datetime.fromisoformat(fact["expires_at"]) == first_write + timedelta(days=365)

@@ -94,25 +94,63 @@ def test_superseding_with_the_same_content_changes_nothing(world) -> None:
 
 
 @pytest.mark.django_db
-def test_verify_lifts_the_unverified_expiry_window(world) -> None:
-    # given: a fact kept 30 days unless verified
+def test_hole_9_verify_keeps_the_keep_days_expiry_of_the_facts_retention(world) -> None:
+    # given: a fact whose retention keeps it 30 days from its first write
     created = services.fact_create(
         principal=world.admin.principal,
         type="note",
         content="x",
         retention=services.RetentionInput(keep_days=30),
     )
-    assert created.revision.expires_at is not None
+    first_write = created.revision.fact.created_at
+    assert created.revision.expires_at == first_write + timedelta(days=30)
 
     # when: a Kindgi user verifies it
     verified = services.fact_verify(
         principal=world.user_key.principal, fact_id=created.revision.fact_id
     )
 
-    # then: the new revision is verified and does not expire
+    # then: the new revision is verified, and retention still ends it 30 days after the first
+    # write: verifying lifts only an agent's unverified window, never the tenant's retention
     assert verified.revision.trust == "verified"
-    assert verified.revision.expires_at is None
     assert verified.revision.supersedes_id == created.revision.id
+    assert (verified.revision.keep_days, verified.revision.expires_at) == (
+        30,
+        first_write + timedelta(days=30),
+    )
+
+
+@pytest.mark.django_db
+def test_hole_9_verify_keeps_the_keep_days_expiry_of_the_tenant_policy(world) -> None:
+    # given: a tenant keeping notes 7 days, and a note written under that policy
+    RetentionPolicy.objects.create(tenant=world.tenant, fact_type="note", keep_days=7)
+    created = services.fact_create(principal=world.admin.principal, type="note", content="x")
+    first_write = created.revision.fact.created_at
+
+    # when: a Kindgi user verifies it
+    verified = services.fact_verify(
+        principal=world.user_key.principal, fact_id=created.revision.fact_id
+    )
+
+    # then: the policy's expiry stands
+    assert verified.revision.expires_at == first_write + timedelta(days=7)
+
+
+@pytest.mark.django_db
+def test_verify_keeps_a_keep_until_and_a_fact_without_retention_never_expires(world) -> None:
+    until = timezone.now() + timedelta(days=3)
+    kept = services.fact_create(
+        principal=world.admin.principal,
+        type="note",
+        content="kept",
+        retention=services.RetentionInput(keep_until=until),
+    )
+    plain = services.fact_create(principal=world.admin.principal, type="note", content="plain")
+    verified = [
+        services.fact_verify(principal=world.user_key.principal, fact_id=r.revision.fact_id)
+        for r in (kept, plain)
+    ]
+    assert [v.revision.expires_at for v in verified] == [until, None]
 
 
 @pytest.mark.django_db
