@@ -52,6 +52,7 @@ from kindmem.holds import assert_not_held
 from kindmem.models import Org, Project, User
 from kindmem.subjects import Subject as SubjectRef
 from kindmem.subjects import persons_of
+from kindmem.threads import thread_check_fact
 
 logger = logging.getLogger(__name__)
 
@@ -469,6 +470,14 @@ def fact_create(
         tags=sorted(set(tags)),
     )
     assert_not_held(tenant_id, _persons(fact, subjects))
+    if fact.thread_id:
+        thread_check_fact(
+            tenant_id=tenant_id,
+            thread_id=fact.thread_id,
+            project_id=fact.project_id,
+            participant_id=fact.participant_id,
+            user_id=fact.user_id,
+        )
 
     hash_ = content_hash(content, valid_from, valid_until)
     same = {f"fact__{k}": v for k, v in resolved.items()}

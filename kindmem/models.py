@@ -147,10 +147,10 @@ class ApiKey(models.Model):
         return self.revoked_at is not None
 
 
-class RunQuerySet(models.QuerySet["Run"]):
+class RunQuerySet(models.QuerySet):
     def about(self, subject: Any) -> RunQuerySet:
-        """The runs that name `subject` (a `kindmem.subjects.Subject`): its participant, its
-        Kindgi user or its thread; an external subject names no run."""
+        """The rows (runs, threads) that name `subject` (a `kindmem.subjects.Subject`): its
+        participant, its Kindgi user or its thread; an external subject names none."""
         column = {
             "participant": "participant_id",
             "user": "user_id",
@@ -201,6 +201,40 @@ class Run(models.Model):
     @property
     def is_expired(self) -> bool:
         return self.expires_at <= timezone.now()
+
+
+class Thread(models.Model):
+    """Whom a thread belongs to: the project and the person of its first use.
+
+    A thread id opens what is scoped to it (a run's `thread_ids`), so it must not be a
+    capability that anyone who guesses the string may claim. The first run, conversation or
+    fact that names a thread records its project and person here (the participant, else the
+    Kindgi user, else no one); every later use must name the same (`kindmem.threads`).
+    """
+
+    id = models.BigAutoField(primary_key=True)
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="threads")
+    thread_id = models.CharField(max_length=200)
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="threads")
+    participant_id = models.CharField(max_length=200, null=True, blank=True)
+    user = models.ForeignKey(
+        User, on_delete=models.CASCADE, null=True, blank=True, related_name="threads"
+    )
+    created_at = models.DateTimeField(default=timezone.now)
+
+    objects = RunQuerySet.as_manager()  # `about(subject)`: the same three person columns
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["tenant", "thread_id"], name="one_owner_per_thread"),
+        ]
+        indexes = [
+            # erasure finds a person's threads
+            models.Index(fields=["tenant", "participant_id"], name="thread_by_participant"),
+        ]
+
+    def __str__(self) -> str:
+        return f"thread {self.thread_id}"
 
 
 class WorkerHeartbeat(models.Model):

@@ -12,7 +12,10 @@ from django.utils import timezone
 from kindmem.access import Principal
 from kindmem.credentials import API_KEY_MARKER, RUN_TOKEN_MARKER, new_token
 from kindmem.errors import Forbidden, NotFound, ValidationFailed
+from kindmem.holds import assert_not_held
 from kindmem.models import Agent, ApiKey, PrincipalKind, Project, Run, Tenant, User
+from kindmem.subjects import persons_of
+from kindmem.threads import thread_claim
 
 
 @transaction.atomic
@@ -65,9 +68,12 @@ def run_mint(
 ) -> tuple[Run, str]:
     """Mint a run for an app or a Kindgi user, and its short-lived token.
 
-    An app mints runs in its own projects, for any of their end users (participants) and,
-    optionally, a member Kindgi user. A Kindgi user mints runs in projects it is a member of,
-    acting for itself only.
+    A run names only people and threads its minter already stands for (README's access table):
+    an app mints runs in its own projects for any of their end users (participants), never
+    for a Kindgi user (an app reads no person's personal facts); a Kindgi user mints runs in
+    projects it is a member of, for itself only, never for an end user. A thread is the
+    minter's only if it is new or belongs to the run's project and person (`kindmem.threads`).
+    Nothing is minted for a person or conversation whose erasure is in progress.
     """
     if principal.kind not in {PrincipalKind.APP, PrincipalKind.USER}:
         raise Forbidden("Only an app or a Kindgi user credential mints runs.")
@@ -84,16 +90,36 @@ def run_mint(
         if not principal.api_key.projects.filter(pk=project.pk).exists():
             raise Forbidden("This app key does not act for that project.")
         if user_id is not None:
-            user = User.objects.filter(tenant_id=tenant_id, pk=user_id, projects=project).first()
-            if user is None:
-                raise NotFound("No such user in that project.")
+            raise Forbidden(
+                "An app key mints runs for its projects' end users (participant_id), never for "
+                "a Kindgi user: a person's runs are minted with that person's own key."
+            )
     else:
         user = principal.user
         assert user is not None
         if user_id is not None and str(user_id) != str(user.pk):
             raise Forbidden("A user credential mints runs for itself only.")
+        if participant_id is not None:
+            raise Forbidden(
+                "A user credential mints runs for itself only, never for an app's end user "
+                "(participant_id)."
+            )
         if not user.projects.filter(pk=project.pk).exists():
             raise Forbidden("You are not a member of that project.")
+    assert_not_held(
+        tenant_id,
+        persons_of(
+            participant_id=participant_id, user_id=user.pk if user else None, thread_id=thread_id
+        ),
+    )
+    if thread_id is not None:
+        thread_claim(
+            tenant_id=tenant_id,
+            thread_id=thread_id,
+            project_id=project.pk,
+            participant_id=participant_id,
+            user_id=user.pk if user else None,
+        )
     token, prefix, token_hash = new_token(RUN_TOKEN_MARKER)
     now = timezone.now()
     run = Run.objects.create(

@@ -23,8 +23,11 @@ from django.utils import timezone
 from approvals import erasure as approvals_erasure
 from audit.services import audit_subject_scrub
 from facts import erasure as facts_erasure
+from kindmem import threads
 from kindmem.erasure import BatchResult, ErasureStep, ErasureTarget
+from kindmem.errors import ValidationFailed
 from kindmem.models import ErasureHold
+from kindmem.subjects import Subject
 from privacy import exports
 from privacy.models import ErasureRequest, RequestStatus
 from recall import erasure as recall_erasure
@@ -59,6 +62,7 @@ STEPS: list[tuple[str, ErasureStep]] = [
     ("facts", facts_erasure),
     ("recall", recall_erasure),
     ("run-log", runlog_erasure),
+    ("threads", threads),
     ("exports", exports),
     ("audit", _AuditStep),
 ]
@@ -76,8 +80,29 @@ def _digest(previous: str, erased: list[str]) -> str:
     return hasher.hexdigest()
 
 
+def _refuse_invalid_target(erasure_id: uuid.UUID) -> bool:
+    """A request stored before its target was validated (a user id that is no UUID) can never
+    finish: fail it and lift its hold, rather than resume it forever. True if it was."""
+    request = ErasureRequest.objects.filter(pk=erasure_id).first()
+    if request is None or request.status not in (RequestStatus.PENDING, RequestStatus.RUNNING):
+        return False
+    try:
+        Subject.parse(request.target_kind, request.target_id)
+    except ValidationFailed as exc:
+        with transaction.atomic():
+            ErasureRequest.objects.filter(pk=erasure_id).update(
+                status=RequestStatus.FAILED, error=exc.message, finished_at=timezone.now()
+            )
+            ErasureHold.objects.filter(erasure_id=erasure_id).delete()
+        return True
+    return False
+
+
 def erasure_claim(erasure_id: uuid.UUID) -> ErasureRequest | None:
-    """Mark the erasure running (from pending or running: a resume); None if it is finished."""
+    """Mark the erasure running (from pending or running: a resume); None if it is finished
+    or can never run."""
+    if _refuse_invalid_target(erasure_id):
+        return None
     now = timezone.now()
     claimed = ErasureRequest.objects.filter(
         pk=erasure_id, status__in=[RequestStatus.PENDING, RequestStatus.RUNNING]

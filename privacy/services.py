@@ -17,6 +17,7 @@ from audit.services import AuditNote, audit_record
 from kindmem.access import Principal
 from kindmem.errors import LinkExpired, NotFound, ValidationFailed
 from kindmem.models import ErasureHold, SubjectKind
+from kindmem.subjects import Subject
 from privacy.models import AccessRequest, ErasureRequest, RequestStatus
 
 
@@ -28,9 +29,11 @@ def erasure_start(
     their data return nothing (the hold); a worker then erases everything about them."""
     from privacy.tasks import erase_subject
 
-    if target_kind not in SubjectKind.values:
-        raise ValidationFailed(f"Unknown target kind {target_kind!r}.")
-    if not target_id or not reason.strip():
+    # Validated before anything is claimed or held: a user is a UUID, no id is empty or
+    # holds a NUL. A target the steps could not agree on would never finish.
+    subject = Subject.parse(target_kind, target_id)
+    target_kind, target_id = subject.kind.value, subject.id
+    if not reason.strip():
         raise ValidationFailed("An erasure names its target and gives a reason.")
     unfinished = (
         ErasureRequest.objects.filter(
@@ -95,8 +98,8 @@ def access_request_start(
 
     if subject_kind not in (SubjectKind.PARTICIPANT, SubjectKind.USER, SubjectKind.EXTERNAL):
         raise ValidationFailed(f"An access request names a person, not a {subject_kind!r}.")
-    if not subject_id:
-        raise ValidationFailed("An access request names its subject.")
+    subject = Subject.parse(subject_kind, subject_id)
+    subject_kind, subject_id = subject.kind.value, subject.id
     request = AccessRequest.objects.create(
         tenant_id=actor.tenant_id,
         subject_kind=subject_kind,

@@ -15,6 +15,7 @@ from kindmem.errors import EmbeddingUnavailable, Forbidden, ValidationFailed
 from kindmem.holds import assert_not_held
 from kindmem.models import Agent, Project, User
 from kindmem.subjects import persons_of
+from kindmem.threads import thread_claim
 from recall.models import Conversation, Message, Role
 
 logger = logging.getLogger(__name__)
@@ -159,6 +160,15 @@ def _new_conversation(
         assert run is not None
         if run.thread_id != conversation_id:
             raise Forbidden("A run writes only to its own conversation (its thread_id).")
+        # Claimed when the run was minted; checked again, since the record may have been
+        # erased with an earlier conversation of the same id.
+        thread_claim(
+            tenant_id=principal.tenant_id,
+            thread_id=conversation_id,
+            project_id=run.project_id,
+            participant_id=run.participant_id,
+            user_id=run.user_id,
+        )
         return Conversation(
             tenant_id=principal.tenant_id,
             thread_id=conversation_id,
@@ -188,6 +198,13 @@ def _new_conversation(
         and not User.objects.filter(tenant_id=principal.tenant_id, id=start.user_id).exists()
     ):
         raise ValidationFailed("No such user.", details={"user_id": str(start.user_id)})
+    thread_claim(
+        tenant_id=principal.tenant_id,
+        thread_id=conversation_id,
+        project_id=start.project_id,
+        participant_id=start.participant_id,
+        user_id=start.user_id,
+    )
     return Conversation(
         tenant_id=principal.tenant_id,
         thread_id=conversation_id,

@@ -94,11 +94,18 @@ def run_create(
     user: User | None = None,
     thread_id: str | None = "thread-1",
 ) -> Minted:
+    """A run minted as a caller would: for an end user with the app's key, or, given `user`,
+    for that Kindgi user with a key of their own (an app never mints a run for a user)."""
     agent = agent or Agent.objects.filter(tenant_id=project.tenant_id).first()
     if agent is None:
         agent = agent_create(project.tenant)
+    minter = app
+    if user is not None:
+        if app.key.kind != PrincipalKind.USER:
+            minter = user_key_create(user)
+        participant_id = None if participant_id == "participant-1" else participant_id
     run, token = services.run_mint(
-        principal=app.principal,
+        principal=minter.principal,
         agent_id=agent.agent_id,
         project_id=str(project.id),
         participant_id=participant_id,

@@ -14,7 +14,9 @@ def test_erase_batch_removes_the_persons_approvals_in_batches_and_no_one_elses(
 ):
     for i in range(3):
         remember(api, agent_run, text=f"Always thing {i}.")
-    someone_else = factories.run_create(world.app, world.project, participant_id="p-2")
+    someone_else = factories.run_create(
+        world.app, world.project, participant_id="p-2", thread_id="thread-2"
+    )
     kept = remember(api, someone_else, text="Never thing.").json()["approval_id"]
     target = ErasureTarget(world.tenant.id, "participant", "participant-1")
     # when the erasure runs its approvals step with batches of two

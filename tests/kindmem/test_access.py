@@ -29,15 +29,22 @@ def test_app_reads_on_behalf_of_all_end_users_of_its_projects(world):
 
 
 def test_run_reads_only_its_own_containers(world):
-    minted = factories.run_create(
-        world.app, world.project, participant_id="p-1", user=world.user, thread_id="t-1"
+    minted = factories.run_create(world.app, world.project, participant_id="p-1", thread_id="t-1")
+    assert readers_for(minted.principal) == Readers(
+        project_ids=frozenset({str(world.project.id)}),
+        org_ids=frozenset({str(world.org.id)}),
+        participant_ids=frozenset({"p-1"}),
+        thread_ids=frozenset({"t-1"}),
     )
+
+
+def test_a_users_run_reads_only_its_own_containers(world):
+    minted = factories.run_create(world.user_key, world.project, user=world.user, thread_id="t-2")
     assert readers_for(minted.principal) == Readers(
         project_ids=frozenset({str(world.project.id)}),
         org_ids=frozenset({str(world.org.id)}),
         user_ids=frozenset({str(world.user.id)}),
-        participant_ids=frozenset({"p-1"}),
-        thread_ids=frozenset({"t-1"}),
+        thread_ids=frozenset({"t-2"}),
     )
 
 

@@ -244,8 +244,10 @@ def test_hole_5_runs_minted_by_a_deactivated_users_key_are_401(api, world):
 
 
 def test_hole_5_an_app_run_acting_for_a_deactivated_user_is_401(api, world):
-    # given an app's run acting for a member Kindgi user, and one for an end user only
-    for_user = factories.run_create(world.app, world.project, user=world.user)
+    # given an app's run acting for a member Kindgi user (minted before apps were refused
+    # that), and one for an end user only
+    for_user = factories.run_create(world.app, world.project, thread_id="t-user")
+    Run.objects.filter(pk=for_user.run.pk).update(user=world.user, participant_id=None)
     for_participant = factories.run_create(world.app, world.project)
     # when that user is deactivated
     _deactivate(world.user)

@@ -180,6 +180,7 @@ def test_an_erasure_completes_with_zero_residue_under_repeated_sigkill(world, ap
         "message": 40,
         "revision": 25,
         "run": 4,
+        "thread": 1,
     }
     assert erasure.target_id == ""
     # and nothing about alice is left in any column of any table

@@ -62,6 +62,7 @@ def test_erasing_a_participant_leaves_no_residue_and_keeps_the_other_person(worl
         "message": 5,
         "revision": 7,
         "run": 1,
+        "thread": 1,
     }
     assert receipt["held"] == []
     assert len(receipt["digest"]) == 64

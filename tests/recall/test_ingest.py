@@ -9,6 +9,7 @@ import pytest
 from django.db import connection
 from rest_framework.test import APIClient
 
+from kindmem.errors import Forbidden
 from kindmem.models import ErasureHold
 from recall.models import Conversation, Message
 from tests import factories
@@ -144,10 +145,16 @@ def test_bad_input_is_a_400_and_writes_nothing(api, run, body):
     [("participant", "cust-1"), ("conversation", "conv-1"), ("user", None)],
 )
 def test_writing_for_a_held_person_is_refused_and_writes_nothing(api, world, kind, subject):
-    # given a run acting for a user and an end user, and an erasure holding one of them
-    minted = factories.run_create(
-        world.app, world.project, participant_id="cust-1", user=world.user, thread_id="conv-1"
-    )
+    # given a run acting for an end user (or for a Kindgi user), and an erasure holding them
+    # or the conversation
+    if kind == "user":
+        minted = factories.run_create(
+            world.user_key, world.project, user=world.user, thread_id="conv-1"
+        )
+    else:
+        minted = factories.run_create(
+            world.app, world.project, participant_id="cust-1", thread_id="conv-1"
+        )
     ErasureHold.objects.create(
         tenant=world.tenant,
         subject_kind=kind,
@@ -250,10 +257,7 @@ def test_a_run_of_another_project_may_not_write_to_a_conversation_with_its_threa
     # when a run of another project names the same thread
     other_project = factories.project_create(world.tenant)
     other_app = factories.app_key_create(world.tenant, [other_project])
-    intruder = factories.run_create(
-        other_app, other_project, participant_id="cust-1", thread_id="conv-1"
-    )
-    response = append(api, intruder.headers, "conv-1", ("user", "sneaky"))
-    # then it is refused and nothing lands
-    assert response.status_code == 403
+    # then no such run is minted (the thread is another project's) and nothing lands
+    with pytest.raises(Forbidden):
+        factories.run_create(other_app, other_project, participant_id="cust-1", thread_id="conv-1")
     assert Message.objects.count() == 1

@@ -406,7 +406,9 @@ def test_recall_costs_the_same_few_queries_however_many_hits(
             *[("user", f"refund question {n}-{i}") for i in range(3)],
             participant_id=f"cust-{n}",
         )
-    minted = factories.run_create(world.app, world.project, participant_id=None, thread_id="conv-0")
+    minted = factories.run_create(
+        world.app, world.project, participant_id="cust-0", thread_id="conv-0"
+    )
     body = {"selections": BOT, "mode": mode, "top_k": 20}
     if mode != "list":
         body["query"] = "refund question"

@@ -43,7 +43,9 @@ def test_the_stored_row_recomputes_to_its_hashes(minted):
 
 
 def test_runs_have_separate_chains(world, minted):
-    other = factories.run_create(world.app, world.project, participant_id="p-2")
+    other = factories.run_create(
+        world.app, world.project, participant_id="p-2", thread_id="thread-2"
+    )
     append(minted)
     append(minted)
     entry = append(other)
@@ -101,7 +103,9 @@ def test_a_payload_over_the_size_limit_is_refused(minted):
 
 
 def test_the_cause_must_be_an_entry_of_the_same_run(world, minted):
-    other = factories.run_create(world.app, world.project, participant_id="p-2")
+    other = factories.run_create(
+        world.app, world.project, participant_id="p-2", thread_id="thread-2"
+    )
     foreign = append(other)
     for cause in (foreign.id, uuid.uuid4()):
         with pytest.raises(ValidationFailed):
@@ -122,8 +126,12 @@ def test_the_cause_must_be_an_entry_of_the_same_run(world, minted):
 def test_append_is_refused_while_an_erasure_holds_the_runs_person_or_thread(
     world, subject_kind, subject_id
 ):
-    # given a run for participant-1, the world's user and thread-1, and a hold on one of them
-    minted = factories.run_create(world.app, world.project, user=world.user)
+    # given a run for participant-1 and thread-1 (or one of the world's user), and a hold on
+    # its person or its thread
+    if subject_kind == "user":
+        minted = factories.run_create(world.app, world.project, user=world.user)
+    else:
+        minted = factories.run_create(world.app, world.project)
     ErasureHold.objects.create(
         tenant=world.tenant,
         subject_kind=subject_kind,
@@ -180,7 +188,9 @@ def test_erasure_is_idempotent_and_keeps_the_first_erasure_time(minted, five):
 
 
 def test_erasure_touches_only_the_named_runs_of_the_named_tenant(world, other_world, minted, five):
-    other = factories.run_create(world.app, world.project, participant_id="p-2")
+    other = factories.run_create(
+        world.app, world.project, participant_id="p-2", thread_id="thread-2"
+    )
     kept = append(other)
     # the right run id under the wrong tenant clears nothing
     assert log_payloads_erase(tenant_id=other_world.tenant.id, run_ids=[minted.run.id]) == 0
