@@ -262,3 +262,13 @@ def test_hole_18_a_crafted_cursor_is_400(api, world, path, cursor):
     assert response.status_code == 400, response.content
     assert response.json()["code"] == "validation-error"
     assert "cursor" in response.json()["details"]
+
+
+def test_hole_18_the_schema_documents_the_web_servers_refusals_in_the_error_shape(api, db):
+    paths = api.get("/v1/schema", HTTP_ACCEPT="application/json").json()["paths"]
+    for operation in (paths["/v1/facts"]["get"], paths["/v1/runs"]["post"]):
+        for status in ("414", "431"):
+            content = operation["responses"][status]["content"]
+            assert content == {
+                "application/json": {"schema": {"$ref": "#/components/schemas/Error"}}
+            }
