@@ -2,13 +2,8 @@
 
 from __future__ import annotations
 
-import base64
-import binascii
-import uuid
-from datetime import datetime
 from typing import Any
 
-from django.utils.dateparse import parse_datetime
 from rest_framework import serializers
 
 from approvals.models import Approval, ApprovalStatus
@@ -43,28 +38,13 @@ class RememberOutput(serializers.Serializer):
     review = ReviewOutput(allow_null=True)
 
 
-def cursor_encode(approval: Approval) -> str:
-    raw = f"{approval.created_at.isoformat()}|{approval.id}"
-    return base64.urlsafe_b64encode(raw.encode()).decode()
-
-
 class ApprovalListInput(StrictSerializer):
     status = serializers.ChoiceField(
         choices=ApprovalStatus.choices, required=False, default=ApprovalStatus.PENDING
     )
     reason = serializers.ChoiceField(choices=REASONS, required=False)
     limit = serializers.IntegerField(required=False, min_value=1, max_value=MAX_LIST_LIMIT)
-    cursor = TextField(required=False, max_length=200)
-
-    def validate_cursor(self, value: str) -> tuple[datetime, uuid.UUID]:
-        try:
-            created, _, ident = base64.urlsafe_b64decode(value.encode()).decode().partition("|")
-            at = parse_datetime(created)
-            if at is None:
-                raise ValueError(value)
-            return at, uuid.UUID(ident)
-        except (ValueError, binascii.Error, UnicodeDecodeError):
-            raise serializers.ValidationError("Not a cursor this API returned.") from None
+    cursor = fields.CursorField(required=False)
 
 
 class DecisionInput(StrictSerializer):

@@ -23,10 +23,10 @@ from approvals.serializers import (
     DecisionInput,
     RememberInput,
     RememberOutput,
-    cursor_encode,
     remember_body,
 )
 from audit.recording import AuditedView
+from kindmem.cursors import cursor_encode
 from kindmem.permissions import IsRun, principal_of
 from kindmem.serializers import ErrorOutput
 

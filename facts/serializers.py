@@ -4,14 +4,9 @@ queries: views call services and QuerySet methods."""
 
 from __future__ import annotations
 
-import base64
-import binascii
 import json
-import uuid
-from datetime import datetime
 from typing import Any
 
-from django.utils.dateparse import parse_datetime
 from rest_framework import serializers
 
 from facts.models import FactSubjectKind, Revision, Trust
@@ -172,22 +167,6 @@ class FactVerifyInput(StrictSerializer):
     expected_version = fields.IntegerField(required=False, min_value=1)
 
 
-def cursor_encode(revision: Revision) -> str:
-    raw = f"{revision.created_at.isoformat()}|{revision.id}"
-    return base64.urlsafe_b64encode(raw.encode()).decode()
-
-
-def cursor_decode(value: str) -> tuple[datetime, uuid.UUID]:
-    try:
-        created, _, ident = base64.urlsafe_b64decode(value.encode()).decode().partition("|")
-        at = parse_datetime(created)
-        if at is None:
-            raise ValueError(value)
-        return at, uuid.UUID(ident)
-    except (ValueError, binascii.Error, UnicodeDecodeError):
-        raise serializers.ValidationError({"cursor": ["Not a cursor this API returned."]}) from None
-
-
 class FactListInput(StrictSerializer):
     type = TextField(required=False, max_length=100)
     tag = TextField(required=False, max_length=100)
@@ -200,12 +179,9 @@ class FactListInput(StrictSerializer):
     valid_at = serializers.DateTimeField(required=False)
     as_of = serializers.DateTimeField(required=False)
     limit = serializers.IntegerField(required=False, min_value=1, max_value=MAX_LIST_LIMIT)
-    cursor = TextField(required=False, max_length=200)
+    cursor = fields.CursorField(required=False)
 
     SCOPE_KEYS = ("org_id", "project_id", "user_id", "participant_id", "thread_id", "session_id")
-
-    def validate_cursor(self, value: str) -> tuple[datetime, uuid.UUID]:
-        return cursor_decode(value)
 
     def scope(self) -> dict[str, Any]:
         return {k: self.validated_data[k] for k in self.SCOPE_KEYS if k in self.validated_data}

@@ -32,9 +32,9 @@ from facts.serializers import (
     LinkListInput,
     LinkTraversalOutput,
     RevisionListOutput,
-    cursor_encode,
 )
 from kindmem.access import Principal, readers_for
+from kindmem.cursors import cursor_encode
 from kindmem.errors import FactNotFound, Forbidden
 from kindmem.permissions import principal_of
 from kindmem.serializers import ErrorOutput

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import uuid
+from datetime import datetime
 from typing import Any
 
 from rest_framework import serializers
+
+from kindmem.cursors import cursor_decode
 
 
 class UUIDField(serializers.UUIDField):
@@ -45,3 +49,22 @@ class BooleanField(serializers.BooleanField):
         if not isinstance(data, bool):
             self.fail("invalid", input=data)
         return data
+
+
+class CursorField(serializers.CharField):
+    """A page cursor (kindmem/cursors.py) as a query parameter: the `(created_at, id)` it holds,
+    or a validation error for anything the API did not hand out."""
+
+    default_error_messages = {"invalid": "Not a cursor this API returned."}
+
+    def __init__(self, **kwargs: Any) -> None:
+        kwargs.setdefault("max_length", 200)
+        kwargs.setdefault("trim_whitespace", False)
+        super().__init__(**kwargs)
+
+    def to_internal_value(self, data: Any) -> tuple[datetime, uuid.UUID]:
+        text = super().to_internal_value(data)
+        try:
+            return cursor_decode(text)
+        except ValueError:
+            self.fail("invalid")

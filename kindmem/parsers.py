@@ -2,15 +2,31 @@ from __future__ import annotations
 
 from typing import Any
 
-from rest_framework.exceptions import ParseError
+from rest_framework.exceptions import ParseError, ValidationError
 from rest_framework.parsers import JSONParser
+
+from kindmem.storable import PROBLEM, unstorable_path
+
+
+def _dotted(path: list[str | int]) -> str:
+    text = "".join(f"[{step}]" if isinstance(step, int) else f".{step}" for step in path)
+    return text.lstrip(".")[:200] or "The body"
 
 
 class BoundedJSONParser(JSONParser):
-    """DRF's JSON parser, but a body nested deeper than Python can recurse is a 400, not a 500."""
+    """DRF's JSON parser, but a body nested deeper than Python can recurse is a 400, not a 500,
+    and so is a string anywhere in it that PostgreSQL cannot store (kindmem/storable.py): one
+    check for every field of every body, free-form JSON (a fact's content and source, a run
+    log's payload) included."""
 
     def parse(self, stream: Any, media_type: str | None = None, parser_context: Any = None) -> Any:
         try:
-            return super().parse(stream, media_type, parser_context)
+            data = super().parse(stream, media_type, parser_context)
         except RecursionError:
             raise ParseError("JSON parse error - nested too deeply.") from None
+        path = unstorable_path(data)
+        if path is not None:
+            # named by its top-level field, as a serializer's own errors are
+            field = path[0] if path and isinstance(path[0], str) else "non_field_errors"
+            raise ValidationError({field: [f"{_dotted(path)} {PROBLEM}."]})
+        return data

@@ -31,6 +31,12 @@ COMMON_ERRORS = {
     "429": "rate-limited (see Retry-After)",
     "503": "embedding-unavailable",
 }
+# Any operation at all, the schema's own included: gunicorn refuses these before kindmem sees
+# the request, in the same shape (kindmem/gunicorn_conf.py has the limits).
+SERVER_ERRORS = {
+    "414": "uri-too-long: the request line is over the web server's limit",
+    "431": "headers-too-large: a header, or the number of headers, is over the limit",
+}
 
 
 def add_common_errors(result: dict[str, Any], generator: Any, request: Any, public: Any) -> Any:
@@ -40,24 +46,13 @@ def add_common_errors(result: dict[str, Any], generator: Any, request: Any, publ
         for operation in operations.values():
             if not isinstance(operation, dict) or "responses" not in operation:
                 continue
-            if path.endswith(("/schema", "/docs")):
-                continue
-            for code, description in COMMON_ERRORS.items():
+            common = {} if path.endswith(("/schema", "/docs")) else COMMON_ERRORS
+            for code, description in {**common, **SERVER_ERRORS}.items():
                 operation["responses"].setdefault(
                     code,
                     {
                         "description": description,
                         "content": {"application/json": {"schema": ERROR_REF}},
-                    },
-                )
-        # gunicorn refuses a request line over its limit before kindmem sees it, in HTML.
-        for operation in operations.values():
-            if isinstance(operation, dict) and "responses" in operation:
-                operation["responses"].setdefault(
-                    "414",
-                    {
-                        "description": "URI too long (refused by the web server)",
-                        "content": {"text/html": {"schema": {"type": "string"}}},
                     },
                 )
     return result

@@ -1,8 +1,17 @@
 """What tests that start real processes (a worker, a web server) share: the test database
-for them, and the Redis they may use."""
+for them, the Redis they may use, and a live web server."""
 
 from __future__ import annotations
 
+import http.client
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -39,3 +48,55 @@ def filesystem_broker(data_dir: Path) -> Connection:
         "filesystem://",
         transport_options={"data_folder_in": str(folder), "data_folder_out": str(folder)},
     )
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+@contextmanager
+def web_server(*args: str, env: dict[str, str] | None = None) -> Iterator[str]:
+    """kindmem's web process as production starts it (gunicorn with kindmem/gunicorn_conf.py),
+    on the test database and a free port, until the block ends: yields its base URL. Call it
+    where the test database may be reached (a django_db test, or django_db_blocker.unblock()).
+    """
+    port = free_port()
+    server = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "gunicorn",
+            "-c",
+            "python:kindmem.gunicorn_conf",
+            "kindmem.wsgi",
+            "--bind",
+            f"127.0.0.1:{port}",
+            "--workers",
+            "2",
+            "--log-level",
+            "warning",
+            *args,
+        ],
+        env={**os.environ, **database_env(), "SECRET_KEY": "web-test", **(env or {})},
+        cwd=settings.BASE_DIR,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            probe = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
+            try:
+                probe.request("GET", "/healthz")
+                probe.getresponse().read()  # any answer: the server is up
+                break
+            except (OSError, http.client.HTTPException):
+                assert server.poll() is None, "the server did not start"
+                assert time.monotonic() < deadline, "the server did not answer in 60 s"
+                time.sleep(0.3)
+            finally:
+                probe.close()
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.send_signal(signal.SIGTERM)
+        server.wait(timeout=30)

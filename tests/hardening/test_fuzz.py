@@ -9,13 +9,9 @@ from __future__ import annotations
 
 import os
 import re
-import signal
-import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
-from urllib.request import urlopen
 
 import pytest
 from django.conf import settings
@@ -24,7 +20,7 @@ from facts.services import fact_create
 from recall import services as recall_services
 from runlog.services import log_append
 from tests import factories
-from tests.processes import database_env
+from tests.processes import web_server
 
 ROOT = Path(settings.BASE_DIR)
 FUZZ_SECONDS = int(os.environ.get("KINDMEM_FUZZ_SECONDS", "60"))
@@ -32,12 +28,6 @@ FUZZ_SECONDS = int(os.environ.get("KINDMEM_FUZZ_SECONDS", "60"))
 # project exists in the caller's tenant, that a fact id is one the caller may read), so a
 # schema-valid body can rightly be refused with 400/404.
 CHECKS_EXCLUDED = "positive_data_acceptance"
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 def seed() -> tuple[list[str], str, str]:
@@ -114,49 +104,20 @@ def test_fuzzing_finds_no_5xx_no_schema_violation_and_no_cross_tenant_id(tmp_pat
     forbidden.write_text("\n".join(ids))
     nothing = tmp_path / "none.txt"
     nothing.write_text("")
-    port = free_port()
-    server = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "gunicorn",
-            "kindmem.wsgi",
-            "--bind",
-            f"127.0.0.1:{port}",
-            "--workers",
-            "2",
-            "--log-level",
-            "warning",
-            # gunicorn's own request-line limit (a 414 in HTML) would stand in front of the
-            # API's validation that this run is here to test; production keeps the default.
-            "--limit-request-line",
-            "0",
-        ],
+    with web_server(
+        # gunicorn's own request-line limit (a JSON 414, tests/kindmem/test_wsgi.py) would
+        # stand in front of the API's validation that this run is here to test; production
+        # keeps the limit.
+        "--limit-request-line",
+        "0",
         env={
-            **os.environ,
-            **database_env(),
             "SECRET_KEY": "fuzz",
             "KINDMEM_EMBEDDER": "hashing",
             "KINDMEM_WRITE_RATE": "100000/min",
         },
-        cwd=ROOT,
-    )
-    base = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                with urlopen(f"{base}/healthz", timeout=2):  # noqa: S310 - our own server
-                    break
-            except OSError:
-                assert server.poll() is None, "the server did not start"
-                assert time.monotonic() < deadline, "the server did not answer in 60 s"
-                time.sleep(0.3)
+    ) as base:
         as_b = fuzz(base, b_admin, forbidden, tmp_path / "b")
         as_a = fuzz(base, a_app, nothing, tmp_path / "a")
-    finally:
-        server.send_signal(signal.SIGTERM)
-        server.wait(timeout=30)
     for name, result in (("tenant B", as_b), ("tenant A", as_a)):
         report = f"{name}:\n{result.stdout[-12000:]}\n{result.stderr[-3000:]}"
         assert "Loaded specification" in result.stdout, report

@@ -1,8 +1,14 @@
 from __future__ import annotations
 
+import base64
+import uuid
+
 import pytest
 
+from facts.models import Fact
 from kindmem.models import Run
+from recall.models import Conversation
+from tests import factories
 
 
 def test_missing_credentials_get_401_in_the_error_shape(api, db):
@@ -131,3 +137,138 @@ def test_json_numbers_and_booleans_are_not_taken_from_strings(api, world, path, 
     response = api.post(path, body, format="json", **world.admin.headers)
     assert response.status_code == 400, response.json()
     assert field in response.json()["details"]
+
+
+# ---- hole 18: values PostgreSQL cannot hold, crafted cursors ------------------------------
+
+
+@pytest.mark.parametrize(
+    ("body", "field"),
+    [
+        ('{"type": "note", "content": "x\\ud800"}', "content"),
+        ('{"type": "note", "content": {"text": "x\\udfff"}}', "content"),
+        ('{"type": "note", "content": "x", "source": "x\\ud800"}', "source"),
+        ('{"type": "note", "content": "x", "source": {"k\\ud800": 1}}', "source"),
+    ],
+)
+def test_hole_18_lone_surrogate_in_a_fact_body_is_400(api, world, body, field):
+    # given: JSON whose escapes decode to a lone surrogate, which PostgreSQL cannot store
+    # when: it is posted as a fact
+    response = api.generic(
+        "POST", "/v1/facts", body, content_type="application/json", **world.admin.headers
+    )
+    # then: a validation error naming the field, nothing written
+    assert response.status_code == 400, response.content
+    assert response.json()["code"] == "validation-error"
+    assert field in response.json()["details"]
+    assert not Fact.objects.exists()
+
+
+def test_hole_18_lone_surrogate_anywhere_in_any_json_body_is_400(api, world):
+    body = '{"agent_id": "support-bot", "project_id": "%s", "thread_id": "t\\ud800"}'
+    response = api.generic(
+        "POST",
+        "/v1/runs",
+        body % world.project.id,
+        content_type="application/json",
+        **world.app.headers,
+    )
+    assert response.status_code == 400, response.content
+    assert response.json()["code"] == "validation-error"
+    assert "thread_id" in response.json()["details"]
+    assert Run.objects.count() == 0
+
+
+@pytest.mark.parametrize(
+    ("body", "field"),
+    [
+        ('{"\\ud800": 1, "type": "note", "content": "x"}', "non_field_errors"),
+        ('{"type": "note", "content": {"list": ["ok", {"a\\u0000": 1}]}}', "content"),
+        ('["x\\ud800"]', "non_field_errors"),
+    ],
+)
+def test_hole_18_an_unstorable_key_or_item_is_refused_without_being_echoed(api, world, body, field):
+    response = api.generic(
+        "POST", "/v1/facts", body, content_type="application/json", **world.admin.headers
+    )
+    assert response.status_code == 400, response.content
+    assert list(response.json()["details"]) == [field]
+    assert b"\\ud800" not in response.content
+    assert b"\\u0000" not in response.content
+    assert not Fact.objects.exists()
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/v1/facts/%00",
+        f"/v1/facts/{uuid.UUID(int=1)}%00",
+        "/v1/facts/a%00b/revisions",
+        "/v1/approvals/%00/approve",
+        "/v1/erasures/%00",
+    ],
+)
+def test_hole_18_nul_in_a_path_id_is_404(api, world, path):
+    method = "post" if path.endswith("approve") else "get"
+    response = getattr(api, method)(path, **world.admin.headers)
+    assert response.status_code == 404, response.content
+    assert set(response.json()) == {"code", "message", "details"}
+    assert response.json()["code"] == "not-found"
+
+
+def test_hole_18_nul_in_a_conversation_id_is_404_and_writes_nothing(api, world):
+    run = factories.run_create(world.app, world.project, participant_id="p-1", thread_id="c-1")
+    response = api.post(
+        "/v1/conversations/c%00/messages",
+        {"messages": [{"role": "user", "text": "hello"}]},
+        format="json",
+        **run.headers,
+    )
+    assert response.status_code == 404, response.content
+    assert response.json()["code"] == "not-found"
+    assert not Conversation.objects.exists()
+
+
+@pytest.mark.parametrize("query", ["type=a%00b", "participant_id=%00", "tag%00=x"])
+def test_hole_18_nul_in_a_query_parameter_is_400(api, world, query):
+    response = api.get(f"/v1/facts?{query}", **world.admin.headers)
+    assert response.status_code == 400, response.content
+    assert response.json()["code"] == "validation-error"
+
+
+def _cursor(raw: str) -> str:
+    return base64.urlsafe_b64encode(raw.encode()).decode()
+
+
+CRAFTED_CURSORS = [
+    # parses, but leaves datetime's range once the offset is applied
+    _cursor(f"0001-01-01T00:00:00+23:59|{uuid.UUID(int=1)}"),
+    _cursor(f"9999-12-31T23:59:59-23:59|{uuid.UUID(int=1)}"),
+    # a datetime PostgreSQL would take but no cursor of ours looks like
+    _cursor(f"2026-01-01T00:00:00|{uuid.UUID(int=1)}"),
+    _cursor("2026-01-01T00:00:00+00:00|not-a-uuid"),
+    _cursor("2026-01-01T00:00:00+00:00"),
+    _cursor(f"2026-01-01T00:00:00+00:00|{uuid.UUID(int=1)}|extra"),
+    _cursor("2026-01-01T00:00:00+00:00|\x00"),
+    "not base64!",
+    base64.urlsafe_b64encode(b"\xff\xfe|x").decode(),
+]
+
+
+@pytest.mark.parametrize("path", ["/v1/facts", "/v1/approvals"])
+@pytest.mark.parametrize("cursor", CRAFTED_CURSORS)
+def test_hole_18_a_crafted_cursor_is_400(api, world, path, cursor):
+    response = api.get(path, {"cursor": cursor}, **world.admin.headers)
+    assert response.status_code == 400, response.content
+    assert response.json()["code"] == "validation-error"
+    assert "cursor" in response.json()["details"]
+
+
+def test_hole_18_the_schema_documents_the_web_servers_refusals_in_the_error_shape(api, db):
+    paths = api.get("/v1/schema", HTTP_ACCEPT="application/json").json()["paths"]
+    for operation in (paths["/v1/facts"]["get"], paths["/v1/runs"]["post"]):
+        for status in ("414", "431"):
+            content = operation["responses"][status]["content"]
+            assert content == {
+                "application/json": {"schema": {"$ref": "#/components/schemas/Error"}}
+            }

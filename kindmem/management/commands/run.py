@@ -47,6 +47,8 @@ class Command(BaseCommand):
                     python,
                     "-m",
                     "gunicorn",
+                    "-c",
+                    "python:kindmem.gunicorn_conf",
                     "kindmem.wsgi",
                     "--bind",
                     f"{host}:{port}",

@@ -1,0 +1,61 @@
+"""gunicorn's configuration for the web process:
+`gunicorn -c python:kindmem.gunicorn_conf kindmem.wsgi` (`kindmem run`, the Dockerfile and
+docker-compose.yml all start it so).
+
+gunicorn refuses some requests itself, before kindmem sees them: a request line or a header
+over its limits (414, 431), a malformed request line or header (400), and answers 500 when a
+worker fails outside the application. It writes those in HTML, and raising its limits does
+not avoid that: even "unlimited" stops at 1 MB for a request line and 8190 bytes for a header
+field. So its limits stay where they are (bounded memory per request, written out here) and
+its error writer is replaced by one that answers in kindmem's error shape
+(`{"code", "message", "details"}`), so every error an API client can meet is JSON.
+
+Replacing `gunicorn.util.write_error` is a patch of gunicorn's internals: its workers call it
+through the module (`util.write_error(...)`) from `Worker.handle_error`, for every kind of
+worker. tests/kindmem/test_wsgi.py runs a real gunicorn with this file, so an upgrade that
+moves it fails there, not in production.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+
+from gunicorn import util
+
+wsgi_app = "kindmem.wsgi"
+
+# gunicorn's defaults, written out: the API's longest request line (a list with every filter
+# and a cursor) stays well within them.
+limit_request_line = 4094
+limit_request_fields = 100
+limit_request_field_size = 8190
+
+# Codes as in kindmem/errors.py; any other 4xx gunicorn answers is a malformed request.
+CODES = {
+    403: "forbidden",
+    414: "uri-too-long",
+    431: "headers-too-large",
+    500: "persistence-error",
+    501: "not-implemented",
+}
+
+
+def write_json_error(sock: socket.socket, status_int: int, reason: str, mesg: str) -> None:
+    """gunicorn's `util.write_error`, answering in the error shape instead of HTML."""
+    code = CODES.get(status_int, "validation-error")
+    message = mesg or (
+        "The server failed to complete the request." if status_int >= 500 else reason
+    )
+    body = json.dumps({"code": code, "message": message, "details": None}).encode()
+    head = (
+        f"HTTP/1.1 {status_int} {reason}\r\n"
+        "Connection: close\r\n"
+        "Content-Type: application/json\r\n"
+        f"Content-Length: {len(body)}\r\n"
+        "\r\n"
+    )
+    util.write_nonblock(sock, head.encode("latin-1") + body)
+
+
+util.write_error = write_json_error
