@@ -58,8 +58,10 @@ def memory_remember(
     if result.outcome == "replayed":
         return Remembered(result, Approval.objects.filter(revision=result.revision).first())
     now = timezone.now()
-    if result.replaced is not None:
-        Approval.objects.filter(revision=result.replaced, status=ApprovalStatus.PENDING).update(
+    if result.withdrawn:
+        Approval.objects.filter(
+            revision__in=result.withdrawn, status=ApprovalStatus.PENDING
+        ).update(
             status=ApprovalStatus.SUPERSEDED,
             decided_at=now,
             decided_by=f"{result.revision.attributed_kind}:{result.revision.attributed_id}",
@@ -128,10 +130,11 @@ def approval_decide(
     """Decide a pending approval, once. The claim is a conditional UPDATE on `status =
     'pending'`: 0 rows changed means someone decided first (`conflict`, 409).
 
-    approve: the revision becomes readable as it is (trust `unverified`). approve + verify:
-    also a new revision `trust: verified` by the reviewer (`fact_verify`), lifting the
-    unverified window. reject: the revision is invalidated (`deleted`, by the reviewer) and
-    never readable."""
+    approve: the revision becomes readable as it is (trust `unverified`), replacing the fact's
+    approved value if it had one (`superseded`). approve + verify: also a new revision `trust:
+    verified` by the reviewer (`fact_verify`), lifting the unverified window. reject: the
+    revision is invalidated (`deleted`, by the reviewer) and never readable; an approved value
+    it waited beside stays the fact."""
     if not is_reviewer(reviewer):
         raise Forbidden("Only a reviewer or a tenant admin decides pending memories.")
     if decision not in Decision.CHOICES:
@@ -162,7 +165,9 @@ def approval_decide(
     if decision == Decision.REJECT:
         revision_reject(tenant_id=reviewer.tenant_id, revision_id=approval.revision_id, by=by)
     else:
-        revision = revision_approve(tenant_id=reviewer.tenant_id, revision_id=approval.revision_id)
+        revision = revision_approve(
+            tenant_id=reviewer.tenant_id, revision_id=approval.revision_id, by=by
+        )
         if verify:
             if revision.expires_at is not None and revision.expires_at <= now:
                 raise Conflict("This memory expired before it was verified; approve it instead.")

@@ -22,6 +22,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
+from django.db.models import Max
 from django.utils import timezone
 
 from facts.embedding import Embedder, EmbeddingFailed, get_embedder
@@ -601,6 +602,13 @@ def _invalidate(revision: Revision, *, by: str, reason: str, now: datetime) -> N
     revision.invalidation_reason = reason
 
 
+def _next_version(fact: Fact) -> int:
+    """The fact's next version number. Counted over every revision, not the current one's + 1:
+    a successor waiting for review already holds a number. Call it under the fact's row lock."""
+    top = Revision.objects.filter(tenant_id=fact.tenant_id, fact=fact).aggregate(Max("version"))
+    return (top["version__max"] or 0) + 1
+
+
 def _subjects_of(revision: Revision) -> list[SubjectInput]:
     return [SubjectInput(kind=s.kind, id=s.subject_id) for s in revision.subjects.all()]
 
@@ -642,7 +650,7 @@ def fact_supersede(
     kept = (current.keep_days, current.keep_until, current.legal_hold)
     revision = _write_revision(
         fact=fact,
-        version=current.version + 1,
+        version=_next_version(fact),
         content=content,
         who=who,
         subjects=subjects,
@@ -695,7 +703,7 @@ def fact_verify(
     _invalidate(current, by=f"{who.kind}:{who.id}", reason=InvalidationReason.SUPERSEDED, now=now)
     revision = _write_revision(
         fact=fact,
-        version=current.version + 1,
+        version=_next_version(fact),
         content=current.content,
         who=who,
         subjects=subjects,
