@@ -11,7 +11,9 @@ from django.db import transaction
 from django.utils import timezone
 
 from approvals.models import Approval, ApprovalStatus
+from facts.models import Revision
 from facts.remember import RememberResult, fact_remember, revision_approve, revision_reject
+from facts.review_reasons import Finding
 from facts.services import fact_verify
 from kindmem.access import Principal, Readers
 from kindmem.errors import Conflict, Forbidden, NotFound, ValidationFailed
@@ -68,20 +70,51 @@ def memory_remember(
         )
     approval = None
     if result.reasons:
-        run = principal.run
-        assert run is not None
-        approval = Approval.objects.create(
-            tenant_id=principal.tenant_id,
+        approval = approval_open(
+            principal=principal,
             revision=result.revision,
-            agent_id=run.agent_id,
-            agent_version=run.agent_version,
-            project_id=run.project_id,
-            run=run,
             reasons=result.reasons,
-            findings=[f.as_json() for f in result.findings],
-            created_at=now,
+            findings=result.findings,
+            now=now,
         )
     return Remembered(result, approval)
+
+
+def approval_open(
+    *,
+    principal: Principal,
+    revision: Revision,
+    reasons: list[str],
+    findings: list[Finding],
+    now: datetime | None = None,
+) -> Approval:
+    """Open the approval a pending revision an agent's run wrote waits on: why it waits and
+    the spans that fired, the agent, its version, project and run. In the caller's
+    transaction, so the revision and its approval commit together."""
+    run = principal.run
+    if principal.kind != "run" or run is None:
+        raise Forbidden("Only an agent run's writes wait for review.")
+    return Approval.objects.create(
+        tenant_id=principal.tenant_id,
+        revision=revision,
+        agent_id=run.agent_id,
+        agent_version=run.agent_version,
+        project_id=run.project_id,
+        run=run,
+        reasons=reasons,
+        findings=[f.as_json() for f in findings],
+        created_at=now or timezone.now(),
+    )
+
+
+def approval_open_for_fact(
+    *, principal: Principal, revision: Revision, reasons: list[str], findings: list[Finding]
+) -> uuid.UUID:
+    """The review queue facts calls for an agent's write through the facts routes
+    (`facts.review_queue`, connected in `ApprovalsConfig.ready`)."""
+    return approval_open(
+        principal=principal, revision=revision, reasons=reasons, findings=findings
+    ).id
 
 
 def is_reviewer(principal: Principal) -> bool:

@@ -34,12 +34,15 @@ from facts.models import (
     InvalidationReason,
     Link,
     RetentionPolicy,
+    Review,
     Revision,
     Subject,
     Trust,
     WritePolicy,
     WritePolicyKind,
 )
+from facts.review_queue import review_open
+from facts.review_reasons import Finding, detect, reasons_of, review_text
 from kindmem.access import Principal, Readers, readers_for
 from kindmem.errors import (
     Conflict,
@@ -74,6 +77,9 @@ class WriteResult:
     revision: Revision
     # created | superseded | verified | unchanged (a content-hash dedup: nothing written)
     outcome: str
+    # an agent's write that waits for a person (`review: pending`): why, and its approval
+    reasons: list[str] = field(default_factory=list)
+    approval_id: uuid.UUID | None = None
 
 
 @dataclass(frozen=True)
@@ -112,7 +118,8 @@ def _attribution(principal: Principal) -> _Attribution:
             id=run.agent.agent_id,
             agent_version=run.agent_version,
             run_id=run.id,
-            trust=Trust.ASSERTED,
+            # An agent's write is unverified whatever the route (remember or the facts API).
+            trust=Trust.UNVERIFIED,
         )
     if principal.kind == "user":
         assert principal.user is not None
@@ -414,6 +421,56 @@ def _write_revision(
     return revision
 
 
+def _is_wide(fact: Fact) -> bool:
+    """Whether a fact reaches beyond one person or conversation: it names no participant, user
+    or thread (project-, org- or tenant-wide). The seed's `wide-scope`, for any route."""
+    return not (fact.participant_id or fact.user_id or fact.thread_id)
+
+
+def _agent_review(
+    principal: Principal, fact: Fact, content: Any
+) -> tuple[list[str], list[Finding]]:
+    """Why an agent's write must wait for a person: remember's review rules, whatever the route.
+    `wide-scope` for a fact beyond one person or conversation; `instruction-like` and
+    `hidden-characters` from the content as a reviewer reads it (`review_text`), its slot key
+    and its tags. Nothing for any other writer (a person or an app asserts what it writes)."""
+    run = principal.run
+    if principal.kind != "run" or run is None:
+        return [], []
+    tools = [t for t in run.agent.tools if isinstance(t, str)]
+    findings = detect(review_text(content), tool_names=tools)
+    # The key and tags are read beside the content; they fire a reason, with no span to mark.
+    labels = detect("\n".join([fact.key or "", *fact.tags]), tool_names=tools)
+    return reasons_of([*findings, *labels], wide_scope=_is_wide(fact)), findings
+
+
+def _check_run_may_alter(
+    principal: Principal, fact: Fact, current: Revision, *, deleting: bool = False
+) -> None:
+    """A run never alters a verified fact (a person checked it) nor another agent's fact (its
+    slot), and deletes only facts about its own end user, user or conversation: a deletion
+    cannot wait for review, and a wider fact is read by every other end user. `forbidden`,
+    changing nothing."""
+    run = principal.run
+    if principal.kind != "run" or run is None:
+        return
+    if current.trust == Trust.VERIFIED:
+        raise Forbidden("A verified fact is changed by a person, never by an agent's run.")
+    others = (
+        Revision.objects.of_tenant(fact.tenant_id)
+        .approved()
+        .filter(fact=fact, attributed_kind=AttributionKind.AGENT)
+        .exclude(attributed_id=run.agent.agent_id)
+    )
+    if others.exists():
+        raise Forbidden("This fact is another agent's; a run changes only its own agent's facts.")
+    if deleting and _is_wide(fact):
+        raise Forbidden(
+            "A run deletes only facts about its own end user, user or conversation; this one is "
+            "read beyond them."
+        )
+
+
 def _check_validity(valid_from: datetime | None, valid_until: datetime | None) -> None:
     if valid_from and valid_until and valid_from >= valid_until:
         raise InvalidFact(details={"valid_until": ["Must be after valid_from."]})
@@ -440,7 +497,10 @@ def fact_create(
     step_id: str | None = None,
     tool_call_id: str | None = None,
 ) -> WriteResult:
-    """Write a new fact (version 1, trust `asserted`, attributed to the principal).
+    """Write a new fact (version 1, trust `asserted`, attributed to the principal; an agent's
+    run writes `unverified`, and a fact of its that must wait for review (`_agent_review`:
+    wide-scope, instruction-like, hidden-characters) is written `review: pending` with an
+    approval, like `remember`).
 
     `trust`, `review` and the run step (`step_id`, `tool_call_id`) are for the agent-memory
     write path (`remember`: `unverified`, maybe `pending`); the API never passes them.
@@ -500,6 +560,7 @@ def fact_create(
         raise Forbidden(
             "This credential may not write into that scope.", details={"scope": resolved}
         )
+    reasons, findings = _agent_review(principal, fact, content)
     revision = _write_revision(
         fact=fact,
         version=1,
@@ -513,7 +574,7 @@ def fact_create(
         source=source,
         caused_by_log_id=caused_by_log_id,
         trust=trust,
-        review=review,
+        review=Review.PENDING if reasons else review,
         generated_by_step_id=step_id,
         generated_by_tool_call_id=tool_call_id,
         embedded=embedded,
@@ -521,7 +582,19 @@ def fact_create(
     )
     if cap is not None:
         _cap_cull(fact, cap, by=f"policy:{WritePolicyKind.CAP_CULL.value}", now=now)
-    return WriteResult(revision, "created")
+    return _queued(principal, WriteResult(revision, "created"), reasons, findings)
+
+
+def _queued(
+    principal: Principal, result: WriteResult, reasons: list[str], findings: list[Finding]
+) -> WriteResult:
+    """The write's result, its revision queued for review when it must wait."""
+    if not reasons:
+        return result
+    approval_id = review_open(
+        principal=principal, revision=result.revision, reasons=reasons, findings=findings
+    )
+    return WriteResult(result.revision, result.outcome, reasons=reasons, approval_id=approval_id)
 
 
 def _cap_cull(fact: Fact, max_records: int, *, by: str, now: datetime) -> list[Revision]:
@@ -634,19 +707,28 @@ def fact_supersede(
 ) -> WriteResult:
     """Write the fact's next revision (version + 1, `supersedes` the current one, which is
     invalidated `superseded`). With `expected_version`, a fact that moved on is a `conflict`.
-    The same content and validity as the current revision changes nothing (`unchanged`)."""
+    The same content and validity as the current revision changes nothing (`unchanged`).
+
+    An agent's run may not supersede a verified fact or another agent's (`forbidden`); its new
+    value that must wait for review (`_agent_review`) is written `review: pending` beside the
+    current revision, which stays current until a reviewer approves the new one."""
     # Embedded before the fact's row lock is taken: no writer queues behind the network.
     embedded = embed_for_write(search_text_of(content))
     fact, current = _lock_current(principal, fact_id)
+    _check_run_may_alter(principal, fact, current)
     _check_expected(current, expected_version)
     _check_validity(valid_from, valid_until)
     subjects = list(subjects) if subjects is not None else _subjects_of(current)
     assert_not_held(principal.tenant_id, _persons(fact, subjects))
     if content_hash(content, valid_from, valid_until) == current.content_hash:
         return WriteResult(current, "unchanged")
+    reasons, findings = _agent_review(principal, fact, content)
+    waits = bool(reasons) or review == Review.PENDING
     who = _attribution(principal)
     now = timezone.now()
-    _invalidate(current, by=f"{who.kind}:{who.id}", reason=InvalidationReason.SUPERSEDED, now=now)
+    if not waits:
+        by = f"{who.kind}:{who.id}"
+        _invalidate(current, by=by, reason=InvalidationReason.SUPERSEDED, now=now)
     kept = (current.keep_days, current.keep_until, current.legal_hold)
     revision = _write_revision(
         fact=fact,
@@ -660,15 +742,16 @@ def fact_supersede(
         observed_at=observed_at,
         source=source if source is not None else current.source,
         caused_by_log_id=caused_by_log_id,
-        supersedes=current,
+        # A value that waits supersedes nothing yet: `revision_approve` links it.
+        supersedes=None if waits else current,
         trust=trust,
-        review=review,
+        review=Review.PENDING if waits else None,
         generated_by_step_id=step_id,
         generated_by_tool_call_id=tool_call_id,
         embedded=embedded,
         now=now,
     )
-    return WriteResult(revision, "superseded")
+    return _queued(principal, WriteResult(revision, "superseded"), reasons, findings)
 
 
 def can_verify(principal: Principal) -> bool:
@@ -742,8 +825,10 @@ def retention_forbids_delete(revision: Revision, fact: Fact, now: datetime) -> s
 def fact_delete(*, principal: Principal, fact_id: uuid.UUID | str) -> Revision:
     """Invalidate the current revision (`deleted`): no read returns the fact afterwards, and
     its history stays. Refused with `retention-violation` while a legal hold, a future
-    `keep_until` or an unelapsed `keep_days` forbids it."""
+    `keep_until` or an unelapsed `keep_days` forbids it, and with `forbidden` for an agent's run
+    that may not alter the fact (`_check_run_may_alter`)."""
     fact, current = _lock_current(principal, fact_id)
+    _check_run_may_alter(principal, fact, current, deleting=True)
     now = timezone.now()
     reason = retention_forbids_delete(current, fact, now)
     if reason is not None:
