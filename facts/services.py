@@ -507,13 +507,16 @@ def fact_create(
 
     A current fact of the same type, scope and slot whose content and validity hash equally is
     returned unchanged (the 003 seed's content dedup): writing the same thing twice is one fact.
+    When the write brings something the fact lacks (a retention field, tags, subjects, a source),
+    that fact's next revision applies it (`fact_supersede`, outcome `superseded`).
     Refused with `erasure-in-progress` for a held person, and with `forbidden` for a scope the
     writer could not read; in both cases nothing is written.
     """
     tenant_id = principal.tenant_id
     resolved = _resolve_scope(tenant_id, scope or {})
     _check_validity(valid_from, valid_until)
-    subjects = list(subjects) if subjects is not None else _default_subjects(resolved)
+    given_subjects = list(subjects) if subjects is not None else None
+    subjects = given_subjects if given_subjects is not None else _default_subjects(resolved)
     fact = Fact(
         tenant_id=tenant_id,
         type=type,
@@ -549,7 +552,25 @@ def fact_create(
         )
     )
     if existing is not None:
-        return WriteResult(existing, "unchanged")
+        if not _adds_to(
+            existing, subjects=given_subjects, retention=retention, source=source, tags=tags
+        ):
+            return WriteResult(existing, "unchanged")
+        # The same content with something new about it (a legal hold, tags, subjects, a
+        # source): never dropped. Revisions are immutable, so it is the fact's next revision.
+        return fact_supersede(
+            principal=principal,
+            fact_id=existing.fact_id,
+            content=content,
+            subjects=given_subjects,
+            valid_from=valid_from,
+            valid_until=valid_until,
+            observed_at=observed_at,
+            retention=retention,
+            source=source,
+            caused_by_log_id=caused_by_log_id,
+            tags=tags,
+        )
 
     embedded = embed_for_write(search_text_of(content))  # before this write takes any lock
     now = timezone.now()
@@ -675,6 +696,46 @@ def _invalidate(revision: Revision, *, by: str, reason: str, now: datetime) -> N
     revision.invalidation_reason = reason
 
 
+def _retention_over(
+    current: Revision, override: RetentionInput | None
+) -> tuple[int | None, datetime | None, bool]:
+    """A next revision's retention: the current one's, each field the write names replacing
+    it. A field left out is kept: a write that says `keep_days` does not lift a legal hold."""
+    keep_days, keep_until, legal_hold = current.keep_days, current.keep_until, current.legal_hold
+    if override is not None:
+        if override.keep_days is not None:
+            keep_days = override.keep_days
+        if override.keep_until is not None:
+            keep_until = override.keep_until
+        if override.legal_hold is not None:
+            legal_hold = override.legal_hold
+    return keep_days, keep_until, legal_hold
+
+
+def _adds_to(
+    current: Revision,
+    *,
+    subjects: Sequence[SubjectInput] | None,
+    retention: RetentionInput | None,
+    source: Any,
+    tags: Sequence[str] = (),
+) -> bool:
+    """Whether a write of the current revision's very content would still change something:
+    other subjects, retention, source, or tags the fact lacks. What the write leaves out is
+    not a change. `observed_at` and `caused_by_log_id` are this write's provenance, not the
+    fact's: saying the same thing again, seen later, changes nothing (the content dedup)."""
+    if subjects is not None and {(s.kind, s.id) for s in subjects} != {
+        (s.kind, s.subject_id) for s in current.subjects.all()
+    }:
+        return True
+    kept = (current.keep_days, current.keep_until, current.legal_hold)
+    if retention is not None and _retention_over(current, retention) != kept:
+        return True
+    if source is not None and source != current.source:
+        return True
+    return bool(set(tags) - set(current.fact.tags))
+
+
 def _next_version(fact: Fact) -> int:
     """The fact's next version number. Counted over every revision, not the current one's + 1:
     a successor waiting for review already holds a number. Call it under the fact's row lock."""
@@ -704,10 +765,18 @@ def fact_supersede(
     review: str | None = None,
     step_id: str | None = None,
     tool_call_id: str | None = None,
+    tags: Sequence[str] = (),
 ) -> WriteResult:
     """Write the fact's next revision (version + 1, `supersedes` the current one, which is
     invalidated `superseded`). With `expected_version`, a fact that moved on is a `conflict`.
-    The same content and validity as the current revision changes nothing (`unchanged`).
+    A retention given replaces the current revision's field by field (`_retention_over`);
+    `tags` (from a re-posted `fact_create`) are added to the fact's.
+
+    The same content and validity as the current revision changes nothing (`unchanged`),
+    unless the write brings other subjects, retention, source or tags (`_adds_to`): then the
+    next revision carries the same content with those applied, and keeps its trust (a
+    verified content stays verified under a new legal hold) and, when the retention is
+    unchanged, its expiry.
 
     An agent's run may not supersede a verified fact or another agent's (`forbidden`); its new
     value that must wait for review (`_agent_review`) is written `review: pending` beside the
@@ -718,25 +787,55 @@ def fact_supersede(
     _check_run_may_alter(principal, fact, current)
     _check_expected(current, expected_version)
     _check_validity(valid_from, valid_until)
-    subjects = list(subjects) if subjects is not None else _subjects_of(current)
+    given_subjects = list(subjects) if subjects is not None else None
+    subjects = given_subjects if given_subjects is not None else _subjects_of(current)
     assert_not_held(principal.tenant_id, _persons(fact, subjects))
-    if content_hash(content, valid_from, valid_until) == current.content_hash:
+    same_content = content_hash(content, valid_from, valid_until) == current.content_hash
+    if same_content and not _adds_to(
+        current, subjects=given_subjects, retention=retention, source=source, tags=tags
+    ):
         return WriteResult(current, "unchanged")
+    new_tags = sorted(set(tags) - set(fact.tags))
+    if new_tags:
+        fact.tags = sorted({*fact.tags, *new_tags})
     reasons, findings = _agent_review(principal, fact, content)
     waits = bool(reasons) or review == Review.PENDING
+    if waits and new_tags:
+        # Tags are the fact's, not a revision's: they cannot wait for a reviewer beside it.
+        raise Forbidden(
+            "New tags on this fact would be read before its review; write them without them.",
+            details={"tags": new_tags},
+        )
+    if new_tags:
+        Fact.objects.filter(pk=fact.pk).update(tags=fact.tags)
     who = _attribution(principal)
     now = timezone.now()
     if not waits:
         by = f"{who.kind}:{who.id}"
         _invalidate(current, by=by, reason=InvalidationReason.SUPERSEDED, now=now)
     kept = (current.keep_days, current.keep_until, current.legal_hold)
+    new_retention = _retention_over(current, retention)
+    carried: dict[str, Any] = {}
+    if same_content:
+        # Only what is said about the content changed: the content keeps the trust it had
+        # (an agent's write stays unverified), and its expiry unless the retention moved.
+        kept_trust = who.trust if principal.kind == "run" else current.trust
+        carried = {"trust": trust or kept_trust}
+        if carried["trust"] == Trust.VERIFIED:
+            carried.update(
+                verified_by=current.verified_by,
+                verified_at=current.verified_at,
+                expires_at=None if new_retention[2] else new_retention[1],
+            )
+        elif new_retention == kept:
+            carried["expires_at"] = current.expires_at
     revision = _write_revision(
         fact=fact,
         version=_next_version(fact),
         content=content,
         who=who,
         subjects=subjects,
-        retention=_retention(fact.tenant_id, fact.type, retention) if retention else kept,
+        retention=new_retention,
         valid_from=valid_from,
         valid_until=valid_until,
         observed_at=observed_at,
@@ -744,12 +843,13 @@ def fact_supersede(
         caused_by_log_id=caused_by_log_id,
         # A value that waits supersedes nothing yet: `revision_approve` links it.
         supersedes=None if waits else current,
-        trust=trust,
+        trust=carried.pop("trust", trust),
         review=Review.PENDING if waits else None,
         generated_by_step_id=step_id,
         generated_by_tool_call_id=tool_call_id,
         embedded=embedded,
         now=now,
+        **carried,
     )
     return _queued(principal, WriteResult(revision, "superseded"), reasons, findings)
 

@@ -718,3 +718,106 @@ def test_hole_4_a_runs_supersede_of_a_project_wide_fact_waits_and_the_old_value_
     # and a run may not delete a fact every end user of the project reads
     assert api.delete(f"/v1/facts/{fact['id']}", **run.headers).status_code == 403
     assert _facts_of(api, world.app) == ["Refunds within 30 days."]
+
+
+# ---- issue 13, hole 11: a re-post with new retention, tags or subjects --------------------
+
+
+@pytest.mark.parametrize(
+    ("extra", "applied"),
+    [
+        ({"retention": {"legal_hold": True}}, lambda f: f["retention"]["legal_hold"] is True),
+        ({"tags": ["allergy"]}, lambda f: f["tags"] == ["allergy", "diet"]),
+        (
+            {"subjects": [{"kind": "external", "id": "crm-1"}]},
+            lambda f: f["subjects"] == [{"kind": "external", "id": "crm-1"}],
+        ),
+    ],
+    ids=["legal_hold", "tags", "subjects"],
+)
+def test_hole_11_reposting_the_same_content_with_new_metadata_applies_it(
+    api, world, extra, applied
+) -> None:
+    # given: a fact
+    first = create(api, world.app, scope=participant_scope(world), tags=["diet"]).json()["fact"]
+
+    # when: the same content is posted again with something new about it
+    again = create(api, world.app, scope=participant_scope(world), **{"tags": ["diet"], **extra})
+
+    # then: it is the fact's next revision, and what was new is applied
+    assert again.status_code == 201, again.json()
+    body = again.json()
+    assert body["outcome"] == "superseded"
+    assert (body["fact"]["id"], body["fact"]["version"]) == (first["id"], 2)
+    assert body["fact"]["supersedes"] == first["revision_id"]
+    now = api.get(f"/v1/facts/{first['id']}", **world.app.headers).json()
+    assert applied(now), now
+    assert now["content"] == first["content"]
+    assert Fact.objects.count() == 1
+    # and posting exactly that once more changes nothing
+    same = create(api, world.app, scope=participant_scope(world), **{"tags": ["diet"], **extra})
+    assert (same.status_code, same.json()["outcome"]) == (200, "unchanged")
+
+
+def test_hole_11_a_legal_hold_reposted_onto_a_fact_then_forbids_deleting_it(api, world) -> None:
+    fact = create(api, world.admin).json()["fact"]
+    assert create(api, world.admin, retention={"legal_hold": True}).status_code == 201
+    response = api.delete(f"/v1/facts/{fact['id']}", **world.admin.headers)
+    assert response.status_code == 409
+    assert response.json()["details"] == {"reason": "legal-hold"}
+
+
+@pytest.mark.parametrize(
+    ("extra", "applied"),
+    [
+        ({"retention": {"legal_hold": True}}, lambda f: f["retention"]["legal_hold"] is True),
+        (
+            {"subjects": [{"kind": "external", "id": "crm-1"}]},
+            lambda f: f["subjects"] == [{"kind": "external", "id": "crm-1"}],
+        ),
+    ],
+    ids=["legal_hold", "subjects"],
+)
+def test_hole_11_superseding_with_the_same_content_and_new_metadata_applies_it(
+    api, world, extra, applied
+) -> None:
+    fact = create(api, world.app, scope=participant_scope(world)).json()["fact"]
+    response = api.post(
+        f"/v1/facts/{fact['id']}/supersede",
+        {"content": fact["content"], **extra},
+        format="json",
+        **world.app.headers,
+    )
+    assert response.status_code == 201, response.json()
+    assert response.json()["outcome"] == "superseded"
+    assert applied(api.get(f"/v1/facts/{fact['id']}", **world.app.headers).json())
+
+
+def test_hole_11_a_legal_hold_on_a_verified_fact_keeps_it_verified(api, world) -> None:
+    # given: a verified fact
+    fact = create(api, world.admin, content="Contract signed.").json()["fact"]
+    verified = api.post(f"/v1/facts/{fact['id']}/verify", {}, format="json", **world.admin.headers)
+
+    # when: the same content is posted again under a legal hold
+    again = create(api, world.app, content="Contract signed.", retention={"legal_hold": True})
+
+    # then: the hold is applied, and the content is still the verified one
+    assert again.status_code == 201, again.json()
+    now = again.json()["fact"]
+    assert (now["version"], now["trust"], now["retention"]["legal_hold"]) == (3, "verified", True)
+    assert now["verified_by"] == verified.json()["fact"]["verified_by"]
+    assert now["expires_at"] is None
+
+
+def test_hole_11_a_retention_field_a_write_leaves_out_is_kept(api, world) -> None:
+    # given: a fact under a legal hold
+    fact = create(api, world.admin, retention={"legal_hold": True}).json()["fact"]
+
+    # when: the same content is written again naming only keep_days
+    again = create(api, world.admin, retention={"keep_days": 30})
+
+    # then: keep_days is applied and the hold is not lifted
+    assert again.status_code == 201, again.json()
+    retention = again.json()["fact"]["retention"]
+    assert (retention["keep_days"], retention["legal_hold"]) == (30, True)
+    assert api.delete(f"/v1/facts/{fact['id']}", **world.admin.headers).status_code == 409
