@@ -15,7 +15,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from facts.models import Fact, Revision
-from facts.review_reasons import REASONS
+from facts.review_reasons import REASONS, review_text
 from kindmem.models import Agent, Project, Run, Tenant, User
 from kindmem.subjects import Subject
 
@@ -118,7 +118,5 @@ class Approval(models.Model):
 
     @property
     def text(self) -> str:
-        content = self.revision.content
-        if isinstance(content, dict) and isinstance(content.get("text"), str):
-            return content["text"]
-        return str(content)
+        """The memory as the reviewer reads it, the text the findings' offsets point into."""
+        return review_text(self.revision.content)

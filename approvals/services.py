@@ -11,7 +11,9 @@ from django.db import transaction
 from django.utils import timezone
 
 from approvals.models import Approval, ApprovalStatus
+from facts.models import Revision
 from facts.remember import RememberResult, fact_remember, revision_approve, revision_reject
+from facts.review_reasons import Finding
 from facts.services import fact_verify
 from kindmem.access import Principal, Readers
 from kindmem.errors import Conflict, Forbidden, NotFound, ValidationFailed
@@ -58,28 +60,61 @@ def memory_remember(
     if result.outcome == "replayed":
         return Remembered(result, Approval.objects.filter(revision=result.revision).first())
     now = timezone.now()
-    if result.replaced is not None:
-        Approval.objects.filter(revision=result.replaced, status=ApprovalStatus.PENDING).update(
+    if result.withdrawn:
+        Approval.objects.filter(
+            revision__in=result.withdrawn, status=ApprovalStatus.PENDING
+        ).update(
             status=ApprovalStatus.SUPERSEDED,
             decided_at=now,
             decided_by=f"{result.revision.attributed_kind}:{result.revision.attributed_id}",
         )
     approval = None
     if result.reasons:
-        run = principal.run
-        assert run is not None
-        approval = Approval.objects.create(
-            tenant_id=principal.tenant_id,
+        approval = approval_open(
+            principal=principal,
             revision=result.revision,
-            agent_id=run.agent_id,
-            agent_version=run.agent_version,
-            project_id=run.project_id,
-            run=run,
             reasons=result.reasons,
-            findings=[f.as_json() for f in result.findings],
-            created_at=now,
+            findings=result.findings,
+            now=now,
         )
     return Remembered(result, approval)
+
+
+def approval_open(
+    *,
+    principal: Principal,
+    revision: Revision,
+    reasons: list[str],
+    findings: list[Finding],
+    now: datetime | None = None,
+) -> Approval:
+    """Open the approval a pending revision an agent's run wrote waits on: why it waits and
+    the spans that fired, the agent, its version, project and run. In the caller's
+    transaction, so the revision and its approval commit together."""
+    run = principal.run
+    if principal.kind != "run" or run is None:
+        raise Forbidden("Only an agent run's writes wait for review.")
+    return Approval.objects.create(
+        tenant_id=principal.tenant_id,
+        revision=revision,
+        agent_id=run.agent_id,
+        agent_version=run.agent_version,
+        project_id=run.project_id,
+        run=run,
+        reasons=reasons,
+        findings=[f.as_json() for f in findings],
+        created_at=now or timezone.now(),
+    )
+
+
+def approval_open_for_fact(
+    *, principal: Principal, revision: Revision, reasons: list[str], findings: list[Finding]
+) -> uuid.UUID:
+    """The review queue facts calls for an agent's write through the facts routes
+    (`facts.review_queue`, connected in `ApprovalsConfig.ready`)."""
+    return approval_open(
+        principal=principal, revision=revision, reasons=reasons, findings=findings
+    ).id
 
 
 def is_reviewer(principal: Principal) -> bool:
@@ -128,10 +163,11 @@ def approval_decide(
     """Decide a pending approval, once. The claim is a conditional UPDATE on `status =
     'pending'`: 0 rows changed means someone decided first (`conflict`, 409).
 
-    approve: the revision becomes readable as it is (trust `unverified`). approve + verify:
-    also a new revision `trust: verified` by the reviewer (`fact_verify`), lifting the
-    unverified window. reject: the revision is invalidated (`deleted`, by the reviewer) and
-    never readable."""
+    approve: the revision becomes readable as it is (trust `unverified`), replacing the fact's
+    approved value if it had one (`superseded`). approve + verify: also a new revision `trust:
+    verified` by the reviewer (`fact_verify`), lifting the unverified window. reject: the
+    revision is invalidated (`deleted`, by the reviewer) and never readable; an approved value
+    it waited beside stays the fact."""
     if not is_reviewer(reviewer):
         raise Forbidden("Only a reviewer or a tenant admin decides pending memories.")
     if decision not in Decision.CHOICES:
@@ -162,7 +198,9 @@ def approval_decide(
     if decision == Decision.REJECT:
         revision_reject(tenant_id=reviewer.tenant_id, revision_id=approval.revision_id, by=by)
     else:
-        revision = revision_approve(tenant_id=reviewer.tenant_id, revision_id=approval.revision_id)
+        revision = revision_approve(
+            tenant_id=reviewer.tenant_id, revision_id=approval.revision_id, by=by
+        )
         if verify:
             if revision.expires_at is not None and revision.expires_at <= now:
                 raise Conflict("This memory expired before it was verified; approve it instead.")

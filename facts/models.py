@@ -2,8 +2,10 @@
 
 A `Fact` is the identity that survives supersession: its tenant, type and scope (the containers
 the reader guard checks). Each `Revision` is one immutable version of it: content, trust,
-provenance, world-time validity, record-time invalidation, retention and expiry. Exactly one
-revision of a fact is current (`invalidated_at IS NULL`), which a partial unique index enforces.
+provenance, world-time validity, record-time invalidation, retention and expiry. At most one
+approved revision of a fact is current (`invalidated_at IS NULL`, no pending review), which a
+partial unique index enforces; a successor waiting for review is current beside it, and
+replaces it only when approved (`facts.remember.revision_approve`).
 
 Reads go through `RevisionQuerySet`: `Revision.objects.live().readable_by(readers)` is what an
 API read starts from (see DESIGN.md rule 3; the guard is `kindmem.guards.fact_guard`).
@@ -319,10 +321,12 @@ class Revision(models.Model):
             models.UniqueConstraint(
                 fields=["tenant", "fact", "version"], name="revision_version_unique"
             ),
-            # Exactly one current revision per fact: two concurrent supersedes cannot both win.
+            # Exactly one current approved revision per fact: two concurrent supersedes cannot
+            # both win. A successor pending review is not counted: the approved value stays
+            # current (and readable) until a reviewer approves the new one.
             models.UniqueConstraint(
                 fields=["tenant", "fact"],
-                condition=Q(invalidated_at__isnull=True),
+                condition=Q(invalidated_at__isnull=True, review__isnull=True),
                 name="one_current_revision_per_fact",
             ),
             # remember's idempotency: one revision per (run, tool call).

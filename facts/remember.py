@@ -45,6 +45,7 @@ from facts.services import (
     _attribution,
     _expires_at,
     _invalidate,
+    _next_version,
     _persons,
     _resolve_scope,
     _retention,
@@ -66,8 +67,11 @@ class RememberResult:
     outcome: str
     reasons: list[str] = field(default_factory=list)
     findings: list[Finding] = field(default_factory=list)
-    # the slot's previous revision, when this one superseded it
+    # the slot's approved value, when this one replaced it (not when this one waits for review:
+    # the approved value stays current until a reviewer approves its successor)
     replaced: Revision | None = None
+    # an earlier value for the slot still waiting for review, closed as `superseded`
+    withdrawn: list[Revision] = field(default_factory=list)
 
 
 def remember_scope(declaration: declarations.MemoryDeclaration, run: Run) -> dict[str, Any]:
@@ -230,25 +234,30 @@ def fact_remember(
     # embedder; a slow or failing one leaves the revision to the embed task.
     embedded = embed_for_write(search_text_of(content))
 
+    pending = bool(reasons)
+    by = f"{who.kind}:{who.id}"
     holder = _slot_holder(tenant_id, type, key, resolved, agent.agent_id) if key else None
     try:
         with transaction.atomic():
             # Read after the slot's lock: a concurrent writer of the slot has committed by now.
-            replaced = (
-                Revision.objects.filter(fact=holder, invalidated_at__isnull=True)
-                .select_related("fact")
-                .first()
+            slot = (
+                list(Revision.objects.filter(fact=holder, invalidated_at__isnull=True))
                 if holder is not None
-                else None
+                else []
             )
+            approved = next((r for r in slot if r.review is None), None)
+            withdrawn = [r for r in slot if r.review == Review.PENDING]
+            # An older value still waiting is closed: the new one is reviewed on its own.
+            for older in withdrawn:
+                _invalidate(older, by=by, reason=InvalidationReason.SUPERSEDED, now=now)
+            # The approved value is replaced now only by a value readable now; one that waits
+            # for review replaces it when approved (`revision_approve`), so the good memory
+            # stays readable meanwhile, and stays the fact when the new one is rejected.
+            replaced = approved if not pending else None
             if replaced is not None:
-                _invalidate(
-                    replaced,
-                    by=f"{who.kind}:{who.id}",
-                    reason=InvalidationReason.SUPERSEDED,
-                    now=now,
-                )
-                fact = replaced.fact
+                _invalidate(replaced, by=by, reason=InvalidationReason.SUPERSEDED, now=now)
+            if holder is not None:
+                fact = holder
             else:
                 fact = Fact(
                     tenant_id=tenant_id, type=type, key=key, created_at=now, tags=[], **resolved
@@ -262,7 +271,7 @@ def fact_remember(
             )
             revision = _write_revision(
                 fact=fact,
-                version=replaced.version + 1 if replaced else 1,
+                version=_next_version(fact) if holder is not None else 1,
                 content=content,
                 embedded=embedded,
                 who=who,
@@ -275,7 +284,7 @@ def fact_remember(
                 caused_by_log_id=(),
                 supersedes=replaced,
                 trust=Trust.UNVERIFIED,
-                review=Review.PENDING if reasons else None,
+                review=Review.PENDING if pending else None,
                 expires_at=(
                     None
                     if legal_hold
@@ -296,22 +305,51 @@ def fact_remember(
     _check_run_limit(run)
     return RememberResult(
         revision,
-        "superseded" if replaced else "created",
+        "superseded" if holder is not None else "created",
         reasons=reasons,
         findings=findings,
         replaced=replaced,
+        withdrawn=withdrawn,
     )
 
 
 @transaction.atomic
-def revision_approve(*, tenant_id: uuid.UUID, revision_id: uuid.UUID) -> Revision:
-    """A reviewer approved a pending revision: it becomes readable as it is (still
-    `unverified`). A revision that is no longer pending and current is a `conflict`."""
-    changed = Revision.objects.filter(
-        tenant_id=tenant_id, pk=revision_id, review=Review.PENDING, invalidated_at__isnull=True
-    ).update(review=None)
-    if changed != 1:
+def revision_approve(*, tenant_id: uuid.UUID, revision_id: uuid.UUID, by: str) -> Revision:
+    """A reviewer approved a pending revision: it becomes the fact's current revision as it is
+    (still `unverified`), and the approved value it waited beside is invalidated `superseded`
+    (by the reviewer), in this one transaction. Its record time (`created_at`) becomes now:
+    until now no read, as-of reads included, could see it. It takes the next version when
+    another writer numbered one meanwhile. A revision that is no longer pending and current is
+    a `conflict`."""
+    fact_id = (
+        Revision.objects.filter(tenant_id=tenant_id, pk=revision_id)
+        .values_list("fact_id", flat=True)
+        .first()
+    )
+    # The fact's row lock first, as every writer of a fact takes it (no deadlock, and the
+    # approved value read below is the one no concurrent supersede is replacing).
+    fact = Fact.objects.select_for_update().filter(tenant_id=tenant_id, pk=fact_id).first()
+    waiting = (
+        Revision.objects.filter(
+            tenant_id=tenant_id, pk=revision_id, review=Review.PENDING, invalidated_at__isnull=True
+        ).first()
+        if fact is not None
+        else None
+    )
+    if fact is None or waiting is None:
         raise Conflict("This memory is no longer waiting for review (replaced or erased).")
+    now = timezone.now()
+    approved = Revision.objects.filter(
+        tenant_id=tenant_id, fact=fact, invalidated_at__isnull=True, review__isnull=True
+    ).first()
+    if approved is not None:
+        _invalidate(approved, by=by, reason=InvalidationReason.SUPERSEDED, now=now)
+    version = waiting.version
+    if Revision.objects.filter(fact=fact, version__gt=version).exists():
+        version = _next_version(fact)
+    Revision.objects.filter(pk=waiting.pk).update(
+        review=None, supersedes=approved, version=version, created_at=now
+    )
     return Revision.objects.select_related("fact").get(pk=revision_id)
 
 

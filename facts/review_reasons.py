@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -150,3 +151,35 @@ def reasons_of(findings: list[Finding], *, wide_scope: bool) -> list[str]:
     if wide_scope:
         fired.add(WIDE_SCOPE)
     return [r for r in REASONS if r in fired]
+
+
+def review_text(content: Any) -> str:
+    """What a reviewer reads of a fact's content, and what the detector scans: a string as it
+    is; else an object's `text` first, then every other value on a line of its own as `path:
+    value` (keys sorted). One line each, so that an instruction in any field starts a sentence:
+    it is found, and the reviewer sees it. A remembered memory (`{"text"}`) reads as its text."""
+    if isinstance(content, str):
+        return content
+    lines: list[str] = []
+    rest = content
+    if isinstance(content, Mapping) and isinstance(content.get("text"), str):
+        lines.append(content["text"])
+        rest = {k: v for k, v in content.items() if k != "text"}
+
+    def walk(value: Any, path: str) -> None:
+        if isinstance(value, Mapping):
+            for k in sorted(value, key=str):
+                walk(value[k], f"{path}.{k}" if path else str(k))
+        elif isinstance(value, list | tuple):
+            for i, v in enumerate(value):
+                walk(v, f"{path}[{i}]")
+        else:
+            if value is None or isinstance(value, bool):
+                shown = "null" if value is None else str(value).lower()
+            else:
+                shown = str(value)
+            lines.append(f"{path}: {shown}" if path else shown)
+
+    if rest or not lines:
+        walk(rest, "")
+    return "\n".join(lines)

@@ -10,6 +10,7 @@ from typing import Any
 from rest_framework import serializers
 
 from facts.models import FactSubjectKind, Revision, Trust
+from facts.review_reasons import REASONS
 from facts.services import MAX_HOPS, RetentionInput, SubjectInput
 from kindmem import fields
 
@@ -282,11 +283,18 @@ class FactOutput(serializers.Serializer):
         return GeneratedByOutput(revision).data
 
 
+class ReviewReasonsOutput(serializers.Serializer):
+    reasons = serializers.ListField(child=serializers.ChoiceField(choices=REASONS))
+
+
 class FactWriteOutput(serializers.Serializer):
     outcome = serializers.ChoiceField(
         choices=["created", "superseded", "verified", "unchanged", "deleted"]
     )
     fact = FactOutput()
+    # An agent's write that waits for a person: its approval, and why it waits.
+    approval_id = fields.UUIDField(allow_null=True)
+    review = ReviewReasonsOutput(allow_null=True)
 
 
 class FactListOutput(serializers.Serializer):

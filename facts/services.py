@@ -22,6 +22,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
+from django.db.models import Max
 from django.utils import timezone
 
 from facts.embedding import Embedder, EmbeddingFailed, get_embedder
@@ -33,12 +34,15 @@ from facts.models import (
     InvalidationReason,
     Link,
     RetentionPolicy,
+    Review,
     Revision,
     Subject,
     Trust,
     WritePolicy,
     WritePolicyKind,
 )
+from facts.review_queue import review_open
+from facts.review_reasons import Finding, detect, reasons_of, review_text
 from kindmem.access import Principal, Readers, readers_for
 from kindmem.errors import (
     Conflict,
@@ -76,6 +80,9 @@ class WriteResult:
     revision: Revision
     # created | superseded | verified | unchanged (a content-hash dedup: nothing written)
     outcome: str
+    # an agent's write that waits for a person (`review: pending`): why, and its approval
+    reasons: list[str] = field(default_factory=list)
+    approval_id: uuid.UUID | None = None
 
 
 @dataclass(frozen=True)
@@ -114,7 +121,8 @@ def _attribution(principal: Principal) -> _Attribution:
             id=run.agent.agent_id,
             agent_version=run.agent_version,
             run_id=run.id,
-            trust=Trust.ASSERTED,
+            # An agent's write is unverified whatever the route (remember or the facts API).
+            trust=Trust.UNVERIFIED,
         )
     if principal.kind == "user":
         assert principal.user is not None
@@ -417,6 +425,56 @@ def _write_revision(
     return revision
 
 
+def _is_wide(fact: Fact) -> bool:
+    """Whether a fact reaches beyond one person or conversation: it names no participant, user
+    or thread (project-, org- or tenant-wide). The seed's `wide-scope`, for any route."""
+    return not (fact.participant_id or fact.user_id or fact.thread_id)
+
+
+def _agent_review(
+    principal: Principal, fact: Fact, content: Any
+) -> tuple[list[str], list[Finding]]:
+    """Why an agent's write must wait for a person: remember's review rules, whatever the route.
+    `wide-scope` for a fact beyond one person or conversation; `instruction-like` and
+    `hidden-characters` from the content as a reviewer reads it (`review_text`), its slot key
+    and its tags. Nothing for any other writer (a person or an app asserts what it writes)."""
+    run = principal.run
+    if principal.kind != "run" or run is None:
+        return [], []
+    tools = [t for t in run.agent.tools if isinstance(t, str)]
+    findings = detect(review_text(content), tool_names=tools)
+    # The key and tags are read beside the content; they fire a reason, with no span to mark.
+    labels = detect("\n".join([fact.key or "", *fact.tags]), tool_names=tools)
+    return reasons_of([*findings, *labels], wide_scope=_is_wide(fact)), findings
+
+
+def _check_run_may_alter(
+    principal: Principal, fact: Fact, current: Revision, *, deleting: bool = False
+) -> None:
+    """A run never alters a verified fact (a person checked it) nor another agent's fact (its
+    slot), and deletes only facts about its own end user, user or conversation: a deletion
+    cannot wait for review, and a wider fact is read by every other end user. `forbidden`,
+    changing nothing."""
+    run = principal.run
+    if principal.kind != "run" or run is None:
+        return
+    if current.trust == Trust.VERIFIED:
+        raise Forbidden("A verified fact is changed by a person, never by an agent's run.")
+    others = (
+        Revision.objects.of_tenant(fact.tenant_id)
+        .approved()
+        .filter(fact=fact, attributed_kind=AttributionKind.AGENT)
+        .exclude(attributed_id=run.agent.agent_id)
+    )
+    if others.exists():
+        raise Forbidden("This fact is another agent's; a run changes only its own agent's facts.")
+    if deleting and _is_wide(fact):
+        raise Forbidden(
+            "A run deletes only facts about its own end user, user or conversation; this one is "
+            "read beyond them."
+        )
+
+
 def _check_validity(valid_from: datetime | None, valid_until: datetime | None) -> None:
     if valid_from and valid_until and valid_from >= valid_until:
         raise InvalidFact(details={"valid_until": ["Must be after valid_from."]})
@@ -443,20 +501,26 @@ def fact_create(
     step_id: str | None = None,
     tool_call_id: str | None = None,
 ) -> WriteResult:
-    """Write a new fact (version 1, trust `asserted`, attributed to the principal).
+    """Write a new fact (version 1, trust `asserted`, attributed to the principal; an agent's
+    run writes `unverified`, and a fact of its that must wait for review (`_agent_review`:
+    wide-scope, instruction-like, hidden-characters) is written `review: pending` with an
+    approval, like `remember`).
 
     `trust`, `review` and the run step (`step_id`, `tool_call_id`) are for the agent-memory
     write path (`remember`: `unverified`, maybe `pending`); the API never passes them.
 
     A current fact of the same type, scope and slot whose content and validity hash equally is
     returned unchanged (the 003 seed's content dedup): writing the same thing twice is one fact.
+    When the write brings something the fact lacks (a retention field, tags, subjects, a source),
+    that fact's next revision applies it (`fact_supersede`, outcome `superseded`).
     Refused with `erasure-in-progress` for a held person, and with `forbidden` for a scope the
     writer could not read; in both cases nothing is written.
     """
     tenant_id = principal.tenant_id
     resolved = _resolve_scope(tenant_id, scope or {})
     _check_validity(valid_from, valid_until)
-    subjects = list(subjects) if subjects is not None else _default_subjects(resolved)
+    given_subjects = list(subjects) if subjects is not None else None
+    subjects = given_subjects if given_subjects is not None else _default_subjects(resolved)
     fact = Fact(
         tenant_id=tenant_id,
         type=type,
@@ -500,7 +564,25 @@ def fact_create(
         )
     )
     if existing is not None:
-        return WriteResult(existing, "unchanged")
+        if not _adds_to(
+            existing, subjects=given_subjects, retention=retention, source=source, tags=tags
+        ):
+            return WriteResult(existing, "unchanged")
+        # The same content with something new about it (a legal hold, tags, subjects, a
+        # source): never dropped. Revisions are immutable, so it is the fact's next revision.
+        return fact_supersede(
+            principal=principal,
+            fact_id=existing.fact_id,
+            content=content,
+            subjects=given_subjects,
+            valid_from=valid_from,
+            valid_until=valid_until,
+            observed_at=observed_at,
+            retention=retention,
+            source=source,
+            caused_by_log_id=caused_by_log_id,
+            tags=tags,
+        )
 
     embedded = embed_for_write(search_text_of(content))  # before this write takes any lock
     now = timezone.now()
@@ -511,6 +593,7 @@ def fact_create(
         raise Forbidden(
             "This credential may not write into that scope.", details={"scope": resolved}
         )
+    reasons, findings = _agent_review(principal, fact, content)
     revision = _write_revision(
         fact=fact,
         version=1,
@@ -524,7 +607,7 @@ def fact_create(
         source=source,
         caused_by_log_id=caused_by_log_id,
         trust=trust,
-        review=review,
+        review=Review.PENDING if reasons else review,
         generated_by_step_id=step_id,
         generated_by_tool_call_id=tool_call_id,
         embedded=embedded,
@@ -532,7 +615,19 @@ def fact_create(
     )
     if cap is not None:
         _cap_cull(fact, cap, by=f"policy:{WritePolicyKind.CAP_CULL.value}", now=now)
-    return WriteResult(revision, "created")
+    return _queued(principal, WriteResult(revision, "created"), reasons, findings)
+
+
+def _queued(
+    principal: Principal, result: WriteResult, reasons: list[str], findings: list[Finding]
+) -> WriteResult:
+    """The write's result, its revision queued for review when it must wait."""
+    if not reasons:
+        return result
+    approval_id = review_open(
+        principal=principal, revision=result.revision, reasons=reasons, findings=findings
+    )
+    return WriteResult(result.revision, result.outcome, reasons=reasons, approval_id=approval_id)
 
 
 def _cap_cull(fact: Fact, max_records: int, *, by: str, now: datetime) -> list[Revision]:
@@ -613,6 +708,53 @@ def _invalidate(revision: Revision, *, by: str, reason: str, now: datetime) -> N
     revision.invalidation_reason = reason
 
 
+def _retention_over(
+    current: Revision, override: RetentionInput | None
+) -> tuple[int | None, datetime | None, bool]:
+    """A next revision's retention: the current one's, each field the write names replacing
+    it. A field left out is kept: a write that says `keep_days` does not lift a legal hold."""
+    keep_days, keep_until, legal_hold = current.keep_days, current.keep_until, current.legal_hold
+    if override is not None:
+        if override.keep_days is not None:
+            keep_days = override.keep_days
+        if override.keep_until is not None:
+            keep_until = override.keep_until
+        if override.legal_hold is not None:
+            legal_hold = override.legal_hold
+    return keep_days, keep_until, legal_hold
+
+
+def _adds_to(
+    current: Revision,
+    *,
+    subjects: Sequence[SubjectInput] | None,
+    retention: RetentionInput | None,
+    source: Any,
+    tags: Sequence[str] = (),
+) -> bool:
+    """Whether a write of the current revision's very content would still change something:
+    other subjects, retention, source, or tags the fact lacks. What the write leaves out is
+    not a change. `observed_at` and `caused_by_log_id` are this write's provenance, not the
+    fact's: saying the same thing again, seen later, changes nothing (the content dedup)."""
+    if subjects is not None and {(s.kind, s.id) for s in subjects} != {
+        (s.kind, s.subject_id) for s in current.subjects.all()
+    }:
+        return True
+    kept = (current.keep_days, current.keep_until, current.legal_hold)
+    if retention is not None and _retention_over(current, retention) != kept:
+        return True
+    if source is not None and source != current.source:
+        return True
+    return bool(set(tags) - set(current.fact.tags))
+
+
+def _next_version(fact: Fact) -> int:
+    """The fact's next version number. Counted over every revision, not the current one's + 1:
+    a successor waiting for review already holds a number. Call it under the fact's row lock."""
+    top = Revision.objects.filter(tenant_id=fact.tenant_id, fact=fact).aggregate(Max("version"))
+    return (top["version__max"] or 0) + 1
+
+
 def _subjects_of(revision: Revision) -> list[SubjectInput]:
     return [SubjectInput(kind=s.kind, id=s.subject_id) for s in revision.subjects.all()]
 
@@ -635,44 +777,93 @@ def fact_supersede(
     review: str | None = None,
     step_id: str | None = None,
     tool_call_id: str | None = None,
+    tags: Sequence[str] = (),
 ) -> WriteResult:
     """Write the fact's next revision (version + 1, `supersedes` the current one, which is
     invalidated `superseded`). With `expected_version`, a fact that moved on is a `conflict`.
-    The same content and validity as the current revision changes nothing (`unchanged`)."""
+    A retention given replaces the current revision's field by field (`_retention_over`);
+    `tags` (from a re-posted `fact_create`) are added to the fact's.
+
+    The same content and validity as the current revision changes nothing (`unchanged`),
+    unless the write brings other subjects, retention, source or tags (`_adds_to`): then the
+    next revision carries the same content with those applied, and keeps its trust (a
+    verified content stays verified under a new legal hold) and, when the retention is
+    unchanged, its expiry.
+
+    An agent's run may not supersede a verified fact or another agent's (`forbidden`); its new
+    value that must wait for review (`_agent_review`) is written `review: pending` beside the
+    current revision, which stays current until a reviewer approves the new one."""
     # Embedded before the fact's row lock is taken: no writer queues behind the network.
     embedded = embed_for_write(search_text_of(content))
     fact, current = _lock_current(principal, fact_id)
+    _check_run_may_alter(principal, fact, current)
     _check_expected(current, expected_version)
     _check_validity(valid_from, valid_until)
-    subjects = list(subjects) if subjects is not None else _subjects_of(current)
+    given_subjects = list(subjects) if subjects is not None else None
+    subjects = given_subjects if given_subjects is not None else _subjects_of(current)
     assert_not_held(principal.tenant_id, _persons(fact, subjects))
-    if content_hash(content, valid_from, valid_until) == current.content_hash:
+    same_content = content_hash(content, valid_from, valid_until) == current.content_hash
+    if same_content and not _adds_to(
+        current, subjects=given_subjects, retention=retention, source=source, tags=tags
+    ):
         return WriteResult(current, "unchanged")
+    new_tags = sorted(set(tags) - set(fact.tags))
+    if new_tags:
+        fact.tags = sorted({*fact.tags, *new_tags})
+    reasons, findings = _agent_review(principal, fact, content)
+    waits = bool(reasons) or review == Review.PENDING
+    if waits and new_tags:
+        # Tags are the fact's, not a revision's: they cannot wait for a reviewer beside it.
+        raise Forbidden(
+            "New tags on this fact would be read before its review; write them without them.",
+            details={"tags": new_tags},
+        )
+    if new_tags:
+        Fact.objects.filter(pk=fact.pk).update(tags=fact.tags)
     who = _attribution(principal)
     now = timezone.now()
-    _invalidate(current, by=f"{who.kind}:{who.id}", reason=InvalidationReason.SUPERSEDED, now=now)
+    if not waits:
+        by = f"{who.kind}:{who.id}"
+        _invalidate(current, by=by, reason=InvalidationReason.SUPERSEDED, now=now)
     kept = (current.keep_days, current.keep_until, current.legal_hold)
+    new_retention = _retention_over(current, retention)
+    carried: dict[str, Any] = {}
+    if same_content:
+        # Only what is said about the content changed: the content keeps the trust it had
+        # (an agent's write stays unverified), and its expiry unless the retention moved.
+        kept_trust = who.trust if principal.kind == "run" else current.trust
+        carried = {"trust": trust or kept_trust}
+        if carried["trust"] == Trust.VERIFIED:
+            carried.update(
+                verified_by=current.verified_by,
+                verified_at=current.verified_at,
+                expires_at=None if new_retention[2] else new_retention[1],
+            )
+        elif new_retention == kept:
+            carried["expires_at"] = current.expires_at
     revision = _write_revision(
         fact=fact,
-        version=current.version + 1,
+        version=_next_version(fact),
         content=content,
         who=who,
         subjects=subjects,
-        retention=_retention(fact.tenant_id, fact.type, retention) if retention else kept,
+        retention=new_retention,
         valid_from=valid_from,
         valid_until=valid_until,
         observed_at=observed_at,
         source=source if source is not None else current.source,
         caused_by_log_id=caused_by_log_id,
-        supersedes=current,
-        trust=trust,
-        review=review,
+        # A value that waits supersedes nothing yet: `revision_approve` links it.
+        supersedes=None if waits else current,
+        trust=carried.pop("trust", trust),
+        review=Review.PENDING if waits else None,
         generated_by_step_id=step_id,
         generated_by_tool_call_id=tool_call_id,
         embedded=embedded,
         now=now,
+        **carried,
     )
-    return WriteResult(revision, "superseded")
+    return _queued(principal, WriteResult(revision, "superseded"), reasons, findings)
 
 
 def can_verify(principal: Principal) -> bool:
@@ -709,7 +900,7 @@ def fact_verify(
     _invalidate(current, by=f"{who.kind}:{who.id}", reason=InvalidationReason.SUPERSEDED, now=now)
     revision = _write_revision(
         fact=fact,
-        version=current.version + 1,
+        version=_next_version(fact),
         content=current.content,
         who=who,
         subjects=subjects,
@@ -748,8 +939,10 @@ def retention_forbids_delete(revision: Revision, fact: Fact, now: datetime) -> s
 def fact_delete(*, principal: Principal, fact_id: uuid.UUID | str) -> Revision:
     """Invalidate the current revision (`deleted`): no read returns the fact afterwards, and
     its history stays. Refused with `retention-violation` while a legal hold, a future
-    `keep_until` or an unelapsed `keep_days` forbids it."""
+    `keep_until` or an unelapsed `keep_days` forbids it, and with `forbidden` for an agent's run
+    that may not alter the fact (`_check_run_may_alter`)."""
     fact, current = _lock_current(principal, fact_id)
+    _check_run_may_alter(principal, fact, current, deleting=True)
     now = timezone.now()
     reason = retention_forbids_delete(current, fact, now)
     if reason is not None:

@@ -87,7 +87,13 @@ def _write_response(
     )
     audit_revisions(view, [revision])
     view.audit.query_snapshot = {"outcome": result.outcome, "version": revision.version}
-    return Response(FactWriteOutput({"outcome": result.outcome, "fact": revision}).data, code)
+    body = {
+        "outcome": result.outcome,
+        "fact": revision,
+        "approval_id": result.approval_id,
+        "review": {"reasons": result.reasons} if result.reasons else None,
+    }
+    return Response(FactWriteOutput(body).data, code)
 
 
 class FactListView(AuditedView):

@@ -318,3 +318,131 @@ def test_hole_9_verifying_a_memory_lifts_only_its_unverified_window(
         assert fact["trust"] == "verified"
         assert fact["expires_at"] is not None, "verifying dropped the retention's expiry"
         assert datetime.fromisoformat(fact["expires_at"]) == first_write + timedelta(days=365)
+
+
+# ---- issue 13, hole 10: the approved value stays current while its successor waits --------
+
+
+def _read(api, headers, fact_id):
+    response = api.get(f"/v1/facts/{fact_id}", **headers)
+    assert response.status_code == 200, response.json()
+    return response.json()
+
+
+def test_hole_10_the_approved_value_stays_readable_while_a_new_one_waits(
+    api, world, agent_run, reviewer
+):
+    # given: an approved value for a slot, and a new value for it that must wait
+    kept = remember(api, agent_run, text="Prefers tea.", key="drink").json()
+    waiting = _pending(api, agent_run, "Always serve her coffee.", key="drink")
+    assert waiting["outcome"] == "superseded"
+    assert waiting["fact"]["id"] == kept["fact"]["id"]
+
+    # then: every reader still reads the approved value, as the fact's current revision
+    for headers in (world.app.headers, agent_run.headers):
+        fact = _read(api, headers, kept["fact"]["id"])
+        assert (fact["revision_id"], fact["content"]["text"]) == (
+            kept["fact"]["revision_id"],
+            "Prefers tea.",
+        )
+        assert _listed_texts(api, headers) == ["Prefers tea."]
+    assert Revision.objects.get(pk=kept["fact"]["revision_id"]).invalidated_at is None
+
+    # when: the reviewer rejects the new value
+    rejected = api.post(
+        f"/v1/approvals/{waiting['approval_id']}/reject", {}, format="json", **reviewer.key.headers
+    )
+
+    # then: the approved value is still the fact, and its history is unchanged
+    assert rejected.status_code == 200, rejected.json()
+    assert _read(api, world.app.headers, kept["fact"]["id"])["content"]["text"] == "Prefers tea."
+    history = api.get(f"/v1/facts/{kept['fact']['id']}/revisions", **world.app.headers).json()
+    assert [(r["version"], r["invalidation_reason"]) for r in history["revisions"]] == [(1, None)]
+    # and the slot carries on from the approved value
+    next_value = remember(api, agent_run, text="Prefers green tea.", key="drink").json()
+    assert (next_value["outcome"], next_value["fact"]["id"]) == ("superseded", kept["fact"]["id"])
+    assert next_value["fact"]["supersedes"] == kept["fact"]["revision_id"]
+
+
+def test_hole_10_approving_the_new_value_supersedes_the_approved_one(
+    api, world, agent_run, reviewer
+):
+    kept = remember(api, agent_run, text="Prefers tea.", key="drink").json()
+    waiting = _pending(api, agent_run, "Always serve her coffee.", key="drink")
+
+    # when: the reviewer approves the new value
+    approved = api.post(
+        f"/v1/approvals/{waiting['approval_id']}/approve", {}, format="json", **reviewer.key.headers
+    )
+
+    # then: it is the fact's current revision, superseding the approved one
+    assert approved.status_code == 200, approved.json()
+    fact = _read(api, world.app.headers, kept["fact"]["id"])
+    assert fact["content"]["text"] == "Always serve her coffee."
+    assert fact["revision_id"] == waiting["fact"]["revision_id"]
+    assert fact["supersedes"] == kept["fact"]["revision_id"]
+    history = api.get(f"/v1/facts/{kept['fact']['id']}/revisions", **world.app.headers).json()
+    assert [(r["content"]["text"], r["invalidation_reason"]) for r in history["revisions"]] == [
+        ("Always serve her coffee.", None),
+        ("Prefers tea.", "superseded"),
+    ]
+    old = Revision.objects.get(pk=kept["fact"]["revision_id"])
+    assert old.invalidated_by == f"user:{reviewer.user.id}"
+    # and as of a moment before the approval, the approved value is what kindmem held
+    before = old.invalidated_at - timedelta(microseconds=1)
+    as_of = api.get("/v1/facts", {"as_of": before.isoformat()}, **world.app.headers).json()
+    assert [f["content"]["text"] for f in as_of["facts"]] == ["Prefers tea."]
+
+
+def test_hole_10_approving_and_verifying_the_new_value_also_works(api, world, agent_run, reviewer):
+    kept = remember(api, agent_run, text="Prefers tea.", key="drink").json()
+    waiting = _pending(api, agent_run, "Always serve her coffee.", key="drink")
+    response = api.post(
+        f"/v1/approvals/{waiting['approval_id']}/verify", {}, format="json", **reviewer.key.headers
+    )
+    assert response.status_code == 200, response.json()
+    fact = _read(api, world.app.headers, kept["fact"]["id"])
+    assert (fact["content"]["text"], fact["trust"]) == ("Always serve her coffee.", "verified")
+    assert Revision.objects.filter(fact_id=kept["fact"]["id"], invalidated_at=None).count() == 1
+
+
+def test_hole_10_a_second_new_value_closes_the_first_and_keeps_the_approved_one(
+    api, world, agent_run, reviewer
+):
+    kept = remember(api, agent_run, text="Prefers tea.", key="drink").json()
+    first = _pending(api, agent_run, "Always serve her coffee.", key="drink")
+    second = _pending(api, agent_run, "Never serve her milk.", key="drink")
+    assert Approval.objects.get(pk=first["approval_id"]).status == ApprovalStatus.SUPERSEDED
+    assert _read(api, world.app.headers, kept["fact"]["id"])["content"]["text"] == "Prefers tea."
+    api.post(
+        f"/v1/approvals/{second['approval_id']}/approve", {}, format="json", **reviewer.key.headers
+    )
+    fact = _read(api, world.app.headers, kept["fact"]["id"])
+    assert (fact["content"]["text"], fact["supersedes"]) == (
+        "Never serve her milk.",
+        kept["fact"]["revision_id"],
+    )
+
+
+def test_hole_10_an_app_may_supersede_the_approved_value_while_a_new_one_waits(
+    api, world, agent_run, reviewer
+):
+    kept = remember(api, agent_run, text="Prefers tea.", key="drink").json()
+    waiting = _pending(api, agent_run, "Always serve her coffee.", key="drink")
+    fact_id = kept["fact"]["id"]
+    # when: an app writes the fact's next revision meanwhile, then the reviewer approves
+    by_app = api.post(
+        f"/v1/facts/{fact_id}/supersede",
+        {"content": "Tea, no sugar."},
+        format="json",
+        **world.app.headers,
+    )
+    assert by_app.status_code == 201, by_app.json()
+    api.post(
+        f"/v1/approvals/{waiting['approval_id']}/approve", {}, format="json", **reviewer.key.headers
+    )
+    # then: the approved value replaces the app's, as the newest version
+    fact = _read(api, world.app.headers, fact_id)
+    assert fact["content"]["text"] == "Always serve her coffee."
+    assert fact["supersedes"] == by_app.json()["fact"]["revision_id"]
+    assert fact["version"] > by_app.json()["fact"]["version"]
