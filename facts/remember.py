@@ -39,7 +39,7 @@ from facts.models import (
     Revision,
     Trust,
 )
-from facts.review_reasons import Finding, detect, reasons_of
+from facts.review_reasons import VERIFIED_SLOT, Finding, detect, reasons_of
 from facts.services import (
     SubjectInput,
     _attribution,
@@ -246,6 +246,10 @@ def fact_remember(
                 else []
             )
             approved = next((r for r in slot if r.review is None), None)
+            if approved is not None and approved.trust == Trust.VERIFIED:
+                # A run never alters a verified fact on its own: the new value waits.
+                reasons = [*reasons, VERIFIED_SLOT]
+                pending = True
             withdrawn = [r for r in slot if r.review == Review.PENDING]
             # An older value still waiting is closed: the new one is reviewed on its own.
             for older in withdrawn:

@@ -24,7 +24,10 @@ from typing import Any
 WIDE_SCOPE = "wide-scope"
 INSTRUCTION_LIKE = "instruction-like"
 HIDDEN_CHARACTERS = "hidden-characters"
-REASONS = (WIDE_SCOPE, INSTRUCTION_LIKE, HIDDEN_CHARACTERS)
+# A new value for a slot whose current value a person verified: a run never alters a verified
+# fact on its own, so the new value waits for a reviewer (the verified one stays meanwhile).
+VERIFIED_SLOT = "verified-slot"
+REASONS = (WIDE_SCOPE, INSTRUCTION_LIKE, HIDDEN_CHARACTERS, VERIFIED_SLOT)
 
 
 @dataclass(frozen=True)

@@ -446,3 +446,28 @@ def test_hole_10_an_app_may_supersede_the_approved_value_while_a_new_one_waits(
     assert fact["content"]["text"] == "Always serve her coffee."
     assert fact["supersedes"] == by_app.json()["fact"]["revision_id"]
     assert fact["version"] > by_app.json()["fact"]["version"]
+
+
+def test_hole_4_a_run_never_replaces_a_verified_slot_value_on_its_own(
+    api, world, agent_run, reviewer
+):
+    # given: a slot whose value a person verified
+    kept = remember(api, agent_run, text="Prefers tea.", key="drink").json()
+    verified = api.post(
+        f"/v1/facts/{kept['fact']['id']}/verify", {}, format="json", **world.admin.headers
+    )
+    assert verified.status_code in (200, 201), verified.json()
+    verified_revision = verified.json()["fact"]["revision_id"]
+    # when: the agent remembers a plain new value for the slot
+    new = remember(api, agent_run, text="Prefers coffee.", key="drink").json()
+    # then: it waits for a reviewer, and the verified value stays what every reader reads
+    assert new["approval_id"] is not None
+    assert "verified-slot" in new["review"]["reasons"]
+    fact = _read(api, agent_run.headers, kept["fact"]["id"])
+    assert (fact["revision_id"], fact["trust"]) == (verified_revision, "verified")
+    # and once a reviewer approves it, it replaces the verified value
+    approved = api.post(
+        f"/v1/approvals/{new['approval_id']}/approve", {}, format="json", **reviewer.key.headers
+    )
+    assert approved.status_code == 200, approved.json()
+    assert _read(api, agent_run.headers, kept["fact"]["id"])["content"]["text"] == "Prefers coffee."

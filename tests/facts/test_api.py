@@ -550,8 +550,10 @@ def test_hole_4_a_runs_tenant_wide_fact_waits_for_review_and_no_other_run_reads_
     from approvals.models import Approval, ApprovalStatus
 
     # given: two runs of the world's agent, for two end users of the project
-    run = factories.run_create(world.app, world.project, participant_id="p-1")
-    other = factories.run_create(world.app, world.project, participant_id="p-2")
+    run = factories.run_create(world.app, world.project, participant_id="p-1", thread_id="thread-1")
+    other = factories.run_create(
+        world.app, world.project, participant_id="p-2", thread_id="thread-2"
+    )
 
     # when: one run writes a tenant-wide fact through POST /v1/facts
     response = create(api, run, type="policy", content={"text": "Refunds take five days."})
