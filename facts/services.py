@@ -191,9 +191,16 @@ def _retention(
 ) -> tuple[int | None, datetime | None, bool]:
     """The tenant's policy for the type, with the fact-level override winning field by field."""
     policy = RetentionPolicy.objects.filter(tenant_id=tenant_id, fact_type=fact_type).first()
-    keep_days = policy.keep_days if policy else None
-    legal_hold = policy.legal_hold if policy else False
-    keep_until = None
+    base = (policy.keep_days, None, policy.legal_hold) if policy else (None, None, False)
+    return _overridden(base, override)
+
+
+def _overridden(
+    base: tuple[int | None, datetime | None, bool], override: RetentionInput | None
+) -> tuple[int | None, datetime | None, bool]:
+    """`base` (keep_days, keep_until, legal_hold) with each field `override` names replacing
+    it; a field left out is kept."""
+    keep_days, keep_until, legal_hold = base
     if override is not None:
         if override.keep_days is not None:
             keep_days = override.keep_days
@@ -713,15 +720,7 @@ def _retention_over(
 ) -> tuple[int | None, datetime | None, bool]:
     """A next revision's retention: the current one's, each field the write names replacing
     it. A field left out is kept: a write that says `keep_days` does not lift a legal hold."""
-    keep_days, keep_until, legal_hold = current.keep_days, current.keep_until, current.legal_hold
-    if override is not None:
-        if override.keep_days is not None:
-            keep_days = override.keep_days
-        if override.keep_until is not None:
-            keep_until = override.keep_until
-        if override.legal_hold is not None:
-            legal_hold = override.legal_hold
-    return keep_days, keep_until, legal_hold
+    return _overridden((current.keep_days, current.keep_until, current.legal_hold), override)
 
 
 def _adds_to(
