@@ -13,6 +13,7 @@ from django.http import HttpRequest
 
 from kindmem import services
 from kindmem.console import TenantScopedAdmin, is_platform_staff
+from kindmem.errors import ValidationFailed
 from kindmem.models import Agent, ApiKey, Org, Project, Run, Tenant, User, WorkerHeartbeat
 
 admin.site.site_header = "kindmem console"
@@ -104,6 +105,20 @@ class ApiKeyAddForm(forms.ModelForm):
     class Meta:
         model = ApiKey
         fields = ["tenant", "kind", "name", "user", "projects"]
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean()
+        if data.get("tenant") is not None and data.get("kind"):
+            try:
+                services.api_key_check(
+                    tenant=data["tenant"],
+                    kind=data["kind"],
+                    user=data.get("user"),
+                    projects=data.get("projects") or (),
+                )
+            except ValidationFailed as exc:
+                raise forms.ValidationError(exc.message) from exc
+        return data
 
 
 @admin.register(ApiKey)
