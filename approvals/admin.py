@@ -27,20 +27,15 @@ from approvals.highlight import highlight
 from approvals.models import Approval, ApprovalStatus
 from approvals.services import Decision, approval_decide, console_principal
 from facts.review_reasons import REASONS
+from kindmem.console import TenantScopedAdmin, console_scope
 from kindmem.errors import KindmemError
 
 admin.site.index_template = "admin/approvals/index.html"
 
 
 def tenant_approvals(request: HttpRequest) -> QuerySet[Approval]:
-    """The approvals a console user may see: their tenant's; all for a platform superuser
-    without a tenant; none for anyone else."""
-    user = request.user
-    qs = Approval.objects.all()
-    tenant_id = getattr(user, "tenant_id", None)
-    if tenant_id is not None:
-        return qs.filter(tenant_id=tenant_id)
-    return qs if getattr(user, "is_superuser", False) else qs.none()
+    """The approvals a console user may see: their tenant's; all for platform staff."""
+    return console_scope(request, Approval.objects.all())
 
 
 class NoteActionForm(ActionForm):
@@ -91,21 +86,8 @@ class StatusFilter(admin.SimpleListFilter):
         return queryset.none()
 
 
-class TenantRelatedFilter(admin.RelatedFieldListFilter):
-    """Agent and project choices from the user's own tenant only."""
-
-    def field_choices(self, field: Any, request: HttpRequest, model_admin: Any) -> Any:
-        related = field.related_model.objects.all()
-        tenant_id = getattr(request.user, "tenant_id", None)
-        if tenant_id is not None:
-            related = related.filter(tenant_id=tenant_id)
-        elif not getattr(request.user, "is_superuser", False):
-            related = related.none()
-        return [(obj.pk, str(obj)) for obj in related.order_by("pk")]
-
-
 @admin.register(Approval)
-class ApprovalAdmin(admin.ModelAdmin):
+class ApprovalAdmin(TenantScopedAdmin):
     list_display = [
         "memory",
         "reason_list",
@@ -119,8 +101,8 @@ class ApprovalAdmin(admin.ModelAdmin):
     list_filter = [
         StatusFilter,
         ReasonFilter,
-        ("agent", TenantRelatedFilter),
-        ("project", TenantRelatedFilter),
+        "agent",  # choices from the user's tenant (kindmem.console.TenantRelatedFilter)
+        "project",
     ]
     search_fields = ["=id", "=revision__fact__id", "=revision__subjects__subject_id"]
     list_select_related = [
@@ -154,7 +136,8 @@ class ApprovalAdmin(admin.ModelAdmin):
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Approval]:
         return (
-            tenant_approvals(request)
+            super()
+            .get_queryset(request)
             .select_related(
                 "revision__fact__project", "revision__fact__user", "agent", "project", "run"
             )

@@ -7,17 +7,11 @@ from typing import Any
 from django.contrib import admin
 
 from audit.models import AuditEvent, AuditPolicy
-
-
-def staff_tenant_queryset(request: Any, queryset: Any) -> Any:
-    tenant_id = getattr(request.user, "tenant_id", None)
-    if tenant_id is not None:
-        return queryset.filter(tenant_id=tenant_id)
-    return queryset if request.user.is_superuser else queryset.none()
+from kindmem.console import TenantScopedAdmin
 
 
 @admin.register(AuditEvent)
-class AuditEventAdmin(admin.ModelAdmin):
+class AuditEventAdmin(TenantScopedAdmin):
     list_display = [
         "seq",
         "timestamp",
@@ -34,9 +28,6 @@ class AuditEventAdmin(admin.ModelAdmin):
     list_select_related = ["tenant"]
     date_hierarchy = "timestamp"
     ordering = ["-seq"]
-
-    def get_queryset(self, request: Any) -> Any:
-        return staff_tenant_queryset(request, super().get_queryset(request))
 
     def get_search_results(self, request: Any, queryset: Any, search_term: str) -> Any:
         """A subject ("participant:p-1") or a fact/message id matches through the GIN indexes."""
@@ -60,11 +51,8 @@ class AuditEventAdmin(admin.ModelAdmin):
 
 
 @admin.register(AuditPolicy)
-class AuditPolicyAdmin(admin.ModelAdmin):
+class AuditPolicyAdmin(TenantScopedAdmin):
     list_display = ["tenant", "retention_days", "record_query_text"]
     list_filter = ["record_query_text"]
     search_fields = ["tenant__name"]
     list_select_related = ["tenant"]
-
-    def get_queryset(self, request: Any) -> Any:
-        return staff_tenant_queryset(request, super().get_queryset(request))

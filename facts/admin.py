@@ -17,18 +17,12 @@ from facts.models import (
     SweepReport,
     WritePolicy,
 )
+from kindmem.console import TenantScopedAdmin
 
 
-class ReadOnlyAdmin(admin.ModelAdmin):
+class ReadOnlyAdmin(TenantScopedAdmin):
     """Immutable rows: shown, never added, edited or deleted from the console. Staff see their
-    own tenant's rows; a platform superuser without a tenant sees all."""
-
-    def get_queryset(self, request: HttpRequest) -> Any:
-        qs = super().get_queryset(request)
-        tenant_id = getattr(request.user, "tenant_id", None)
-        if tenant_id is not None:
-            return qs.filter(tenant_id=tenant_id)
-        return qs if getattr(request.user, "is_superuser", False) else qs.none()
+    own tenant's rows; platform staff see all (`kindmem.console`)."""
 
     def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
@@ -138,7 +132,7 @@ class LinkAdmin(ReadOnlyAdmin):
 
 
 @admin.register(RetentionPolicy)
-class RetentionPolicyAdmin(admin.ModelAdmin):
+class RetentionPolicyAdmin(TenantScopedAdmin):
     """Tenant defaults per fact type: editable; a fact-level retention override wins."""
 
     list_display = ["fact_type", "tenant", "keep_days", "legal_hold"]
@@ -148,7 +142,7 @@ class RetentionPolicyAdmin(admin.ModelAdmin):
 
 
 @admin.register(WritePolicy)
-class WritePolicyAdmin(admin.ModelAdmin):
+class WritePolicyAdmin(TenantScopedAdmin):
     """Per fact type: last-write-wins (the default) or a bounded ring of max_records."""
 
     list_display = ["fact_type", "tenant", "policy", "max_records"]

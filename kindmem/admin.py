@@ -6,9 +6,14 @@ from typing import Any
 
 from django import forms
 from django.contrib import admin, messages
+from django.contrib.auth.admin import GroupAdmin as DjangoGroupAdmin
 from django.contrib.auth.admin import UserAdmin as DjangoUserAdmin
+from django.contrib.auth.models import Group
+from django.http import HttpRequest
 
 from kindmem import services
+from kindmem.console import TenantScopedAdmin, is_platform_staff
+from kindmem.errors import ValidationFailed
 from kindmem.models import Agent, ApiKey, Org, Project, Run, Tenant, User, WorkerHeartbeat
 
 admin.site.site_header = "kindmem console"
@@ -17,15 +22,20 @@ admin.site.index_title = "Memory, review and privacy"
 
 
 @admin.register(Tenant)
-class TenantAdmin(admin.ModelAdmin):
+class TenantAdmin(TenantScopedAdmin):
+    """A tenant staff member sees their own tenant only; tenants are made by platform staff."""
+
     list_display = ["name", "id", "created_at"]
     list_filter = ["created_at"]
     search_fields = ["name", "id"]
     list_select_related: list[str] = []
 
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return is_platform_staff(request) and super().has_add_permission(request)
+
 
 @admin.register(Org)
-class OrgAdmin(admin.ModelAdmin):
+class OrgAdmin(TenantScopedAdmin):
     list_display = ["name", "tenant", "id"]
     list_filter = ["tenant"]
     search_fields = ["name", "id"]
@@ -33,7 +43,7 @@ class OrgAdmin(admin.ModelAdmin):
 
 
 @admin.register(Project)
-class ProjectAdmin(admin.ModelAdmin):
+class ProjectAdmin(TenantScopedAdmin):
     list_display = ["name", "org", "tenant", "id"]
     list_filter = ["tenant", "org"]
     search_fields = ["name", "id"]
@@ -41,7 +51,10 @@ class ProjectAdmin(admin.ModelAdmin):
 
 
 @admin.register(User)
-class UserAdmin(DjangoUserAdmin):
+class UserAdmin(TenantScopedAdmin, DjangoUserAdmin):
+    """Users of the staff member's tenant; a tenant staff member's new user is of their tenant
+    (the tenant field is preselected and hidden), never a tenantless platform user."""
+
     list_display = ["username", "email", "tenant", "is_staff", "is_active"]
     list_filter = ["tenant", "is_staff", "is_active", "groups"]
     search_fields = ["username", "email", "id"]
@@ -51,10 +64,37 @@ class UserAdmin(DjangoUserAdmin):
         ("Tenancy", {"fields": ("tenant", "orgs", "projects")}),
     )
     filter_horizontal = ("groups", "user_permissions", "orgs", "projects")
+    add_fieldsets = (
+        *DjangoUserAdmin.add_fieldsets,
+        ("Tenancy", {"fields": ("tenant",)}),
+    )
+
+
+admin.site.unregister(Group)
+
+
+@admin.register(Group)
+class GroupAdmin(TenantScopedAdmin, DjangoGroupAdmin):
+    """The roles (reviewer, privacy-officer, ...) are the same in every tenant, so only platform
+    staff define them: a tenant's staff may see them (to give one to a user of their tenant),
+    never rename them or change what they allow for every other tenant."""
+
+    list_display = ["name"]
+    list_filter: list[str] = []
+    list_select_related: list[str] = []
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return is_platform_staff(request) and super().has_add_permission(request)
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return is_platform_staff(request) and super().has_change_permission(request, obj)
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return is_platform_staff(request) and super().has_delete_permission(request, obj)
 
 
 @admin.register(Agent)
-class AgentAdmin(admin.ModelAdmin):
+class AgentAdmin(TenantScopedAdmin):
     list_display = ["agent_id", "version", "name", "tenant"]
     list_filter = ["tenant"]
     search_fields = ["agent_id", "name"]
@@ -66,9 +106,23 @@ class ApiKeyAddForm(forms.ModelForm):
         model = ApiKey
         fields = ["tenant", "kind", "name", "user", "projects"]
 
+    def clean(self) -> dict[str, Any]:
+        data = super().clean()
+        if data.get("tenant") is not None and data.get("kind"):
+            try:
+                services.api_key_check(
+                    tenant=data["tenant"],
+                    kind=data["kind"],
+                    user=data.get("user"),
+                    projects=data.get("projects") or (),
+                )
+            except ValidationFailed as exc:
+                raise forms.ValidationError(exc.message) from exc
+        return data
+
 
 @admin.register(ApiKey)
-class ApiKeyAdmin(admin.ModelAdmin):
+class ApiKeyAdmin(TenantScopedAdmin):
     list_display = [
         "name",
         "kind",
@@ -134,7 +188,7 @@ class ApiKeyAdmin(admin.ModelAdmin):
 
 
 @admin.register(Run)
-class RunAdmin(admin.ModelAdmin):
+class RunAdmin(TenantScopedAdmin):
     list_display = [
         "id",
         "agent",
@@ -158,7 +212,7 @@ class RunAdmin(admin.ModelAdmin):
 
 
 @admin.register(WorkerHeartbeat)
-class WorkerHeartbeatAdmin(admin.ModelAdmin):
+class WorkerHeartbeatAdmin(TenantScopedAdmin):
     list_display = ["hostname", "seen_at"]
     list_filter = ["seen_at"]
     search_fields = ["hostname"]

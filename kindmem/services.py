@@ -28,6 +28,22 @@ def api_key_create(
     projects: Iterable[Project] = (),
 ) -> tuple[ApiKey, str]:
     """Create a key and return it with its plaintext, which is never stored or shown again."""
+    projects = list(projects)
+    api_key_check(tenant=tenant, kind=kind, user=user, projects=projects)
+    token, prefix, key_hash = new_token(API_KEY_MARKER)
+    key = ApiKey.objects.create(
+        tenant=tenant, kind=kind, name=name, user=user, prefix=prefix, key_hash=key_hash
+    )
+    if projects:
+        key.projects.set(projects)
+    return key, token
+
+
+def api_key_check(
+    *, tenant: Tenant, kind: str, user: User | None, projects: Iterable[Project]
+) -> None:
+    """Raise `ValidationFailed` unless a key of this kind may be made so (the console's add
+    form asks first, to answer a form error rather than fail the save)."""
     if kind not in PrincipalKind.values:
         raise ValidationFailed(f"Unknown key kind {kind!r}.")
     if kind == PrincipalKind.USER and (user is None or user.tenant_id != tenant.id):
@@ -37,13 +53,6 @@ def api_key_create(
         raise ValidationFailed("An app key acts for the end users of at least one project.")
     if any(p.tenant_id != tenant.id for p in projects):
         raise ValidationFailed("An app key's projects belong to its tenant.")
-    token, prefix, key_hash = new_token(API_KEY_MARKER)
-    key = ApiKey.objects.create(
-        tenant=tenant, kind=kind, name=name, user=user, prefix=prefix, key_hash=key_hash
-    )
-    if projects:
-        key.projects.set(projects)
-    return key, token
 
 
 def api_key_revoke(*, key: ApiKey) -> bool:

@@ -21,6 +21,7 @@ from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils.html import format_html
 
+from kindmem.console import TenantScopedAdmin, confine_tenant_field
 from kindmem.errors import KindmemError
 from kindmem.models import SubjectKind, Tenant
 from privacy import services
@@ -47,15 +48,24 @@ def progress_html(erasure: ErasureRequest) -> str:
     )
 
 
-class ErasureStartForm(forms.Form):
+class TenantStartForm(forms.Form):
+    """A start form's tenant: one of the officer's tenants (their own, preselected and hidden;
+    any for platform staff), so another tenant's id is a form error, not a refused write."""
+
     tenant = forms.ModelChoiceField(queryset=Tenant.objects.order_by("name"))
+
+    def __init__(self, *args: Any, request: HttpRequest, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        confine_tenant_field(request, self.fields["tenant"])
+
+
+class ErasureStartForm(TenantStartForm):
     target_kind = forms.ChoiceField(choices=SubjectKind.choices)
     target_id = forms.CharField(max_length=200)
     reason = forms.CharField(widget=forms.Textarea, max_length=2000)
 
 
-class AccessRequestStartForm(forms.Form):
-    tenant = forms.ModelChoiceField(queryset=Tenant.objects.order_by("name"))
+class AccessRequestStartForm(TenantStartForm):
     subject_kind = forms.ChoiceField(choices=[(k.value, k.label) for k in PERSON_KINDS])
     subject_id = forms.CharField(max_length=200)
 
@@ -72,7 +82,7 @@ class OfficerViewable:
 
 
 @admin.register(ErasureRequest)
-class ErasureRequestAdmin(OfficerViewable, admin.ModelAdmin):
+class ErasureRequestAdmin(OfficerViewable, TenantScopedAdmin):
     list_display = [
         "id",
         "tenant",
@@ -122,7 +132,7 @@ class ErasureRequestAdmin(OfficerViewable, admin.ModelAdmin):
     def start_view(self, request: HttpRequest) -> HttpResponse:
         if not _officer(request):
             raise PermissionDenied
-        form = ErasureStartForm(request.POST or None)
+        form = ErasureStartForm(request.POST or None, request=request)
         if request.method == "POST" and form.is_valid():
             try:
                 erasure = services.erasure_start(
@@ -150,7 +160,9 @@ class ErasureRequestAdmin(OfficerViewable, admin.ModelAdmin):
     def status_view(self, request: HttpRequest, erasure_id: uuid.UUID) -> HttpResponse:
         if not self.has_view_permission(request):
             raise PermissionDenied
-        erasure = get_object_or_404(ErasureRequest.objects.select_related("tenant"), pk=erasure_id)
+        erasure = get_object_or_404(
+            self.get_queryset(request).select_related("tenant"), pk=erasure_id
+        )
         context = {
             **self.admin_site.each_context(request),
             "opts": self.model._meta,
@@ -168,12 +180,12 @@ class ErasureRequestAdmin(OfficerViewable, admin.ModelAdmin):
     def progress_json(self, request: HttpRequest, erasure_id: uuid.UUID) -> JsonResponse:
         if not self.has_view_permission(request):
             raise PermissionDenied
-        erasure = get_object_or_404(ErasureRequest, pk=erasure_id)
+        erasure = get_object_or_404(self.get_queryset(request), pk=erasure_id)
         return JsonResponse({"status": erasure.status, **erasure.progress_summary})
 
 
 @admin.register(AccessRequest)
-class AccessRequestAdmin(OfficerViewable, admin.ModelAdmin):
+class AccessRequestAdmin(OfficerViewable, TenantScopedAdmin):
     list_display = [
         "id",
         "tenant",
@@ -234,7 +246,7 @@ class AccessRequestAdmin(OfficerViewable, admin.ModelAdmin):
     def start_view(self, request: HttpRequest) -> HttpResponse:
         if not _officer(request):
             raise PermissionDenied
-        form = AccessRequestStartForm(request.POST or None)
+        form = AccessRequestStartForm(request.POST or None, request=request)
         if request.method == "POST" and form.is_valid():
             tenant = form.cleaned_data["tenant"]
             try:
@@ -260,7 +272,9 @@ class AccessRequestAdmin(OfficerViewable, admin.ModelAdmin):
     def download_view(self, request: HttpRequest, request_id: uuid.UUID, fmt: str) -> HttpResponse:
         if not _officer(request):
             raise PermissionDenied
-        access = get_object_or_404(AccessRequest.objects.only("id", "tenant_id"), pk=request_id)
+        access = get_object_or_404(
+            self.get_queryset(request).only("id", "tenant_id"), pk=request_id
+        )
         try:
             content, content_type, name = services.access_export_open(
                 actor=services.Actor.of_staff(request.user, access.tenant_id),

@@ -15,6 +15,7 @@ from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils.html import format_html
 
+from kindmem.console import TenantScopedAdmin, console_scope
 from kindmem.models import Run
 from runlog.chain import verify_run
 from runlog.models import LogEntry
@@ -24,7 +25,7 @@ TIMELINE_LIMIT = 500
 
 
 @admin.register(LogEntry)
-class LogEntryAdmin(admin.ModelAdmin):
+class LogEntryAdmin(TenantScopedAdmin):
     list_display = ["run", "sequence", "kind", "hash_version", "erased", "created_at", "timeline"]
     list_filter = ["kind", "hash_version", "tenant", "created_at"]
     search_fields = ["=run__id", "=entry_hash", "=content_hash"]
@@ -65,7 +66,8 @@ class LogEntryAdmin(admin.ModelAdmin):
         """A run's log, oldest first; POST (the Verify button) also recomputes its chain."""
         if not self.has_view_permission(request):
             raise PermissionDenied
-        run = get_object_or_404(Run.objects.select_related("tenant", "agent", "project"), pk=run_id)
+        runs = console_scope(request, Run.objects.select_related("tenant", "agent", "project"))
+        run = get_object_or_404(runs, pk=run_id)
         entries = list(LogEntry.objects.of_run(run).order_by("sequence")[: TIMELINE_LIMIT + 1])
         rows = [
             {

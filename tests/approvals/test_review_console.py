@@ -111,7 +111,7 @@ def test_a_reviewer_cannot_see_or_decide_another_tenants_items(api, world, other
     theirs.post(QUEUE, {"action": "approve_selected", "_selected_action": [mine]})
     assert Approval.objects.get(pk=mine).status == ApprovalStatus.PENDING
     fact_id = Approval.objects.get(pk=mine).revision.fact_id
-    assert theirs.get(f"/console/facts/fact/{fact_id}/change/").status_code == 302
+    assert theirs.get(f"/console/facts/fact/{fact_id}/change/").status_code == 404
 
 
 def test_the_reviewer_role_sees_the_fact_timeline_but_changes_no_retention_or_credentials(

@@ -129,8 +129,8 @@ def test_the_sweep_reports_are_listed_in_the_console(admin_client, world):
 
 
 @pytest.mark.django_db(transaction=True)
-def test_the_progress_bar_moves_live_in_a_real_browser(live_server, page, world):
-    # given a pending erasure and a superuser watching its page
+def test_the_progress_bar_moves_live_in_a_real_browser(live_server, page, world, other_world):
+    # given a pending erasure and a platform superuser (who picks among the tenants) watching
     User.objects.create_superuser(username="root", password="root-pw")
     plant_person(world, "participant-live", "zqlive", facts=2, messages=4, entries=1)
     console_login(page, live_server.url, "root", "root-pw")

@@ -1,0 +1,212 @@
+"""The console's tenant wall: staff of one tenant never see another tenant.
+
+Every console page, form choice, list filter, autocomplete and count is built from the staff
+member's own tenant; platform staff (staff with no tenant, README "Database roles") see every
+tenant's. Row-level security already confines a tenant staff member's connection to their
+tenant's rows, but it is the second wall, not this one:
+
+- two tables a console page reads stay outside it: `kindmem_tenant` (it has no tenant column)
+  and `kindmem_user` (read to sign in, before any tenant is known), so a tenant dropdown, a
+  tenant filter or a user list built from them named every tenant;
+- a write the wall refuses is a database error, a 500, where the staff member should have
+  got a form error or a 404.
+
+So every console queryset goes through `console_scope`, and `TenantScopedAdmin` applies it to
+everything a `ModelAdmin` builds: its rows (list, counts, change pages, bulk actions, the
+autocomplete answers other pages ask it for), the choices of its forms' relation fields, its
+list filters' choices. A form field that names a tenant, where only one is possible, is
+preselected and hidden (`confine_tenant_field`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django import forms
+from django.contrib import admin
+from django.contrib.admin.utils import (
+    get_fields_from_path,
+    get_model_from_relation,
+    reverse_field_path,
+)
+from django.db.models import Model, QuerySet
+from django.http import Http404, HttpRequest
+
+from kindmem.models import Tenant
+from kindmem.row_security import ALL_TENANTS, console_tenant
+
+
+def _scope(request: HttpRequest) -> str:
+    # The same answer as the row-security wall's for this session (README "Database roles").
+    return console_tenant(request.user) if request.user.is_authenticated else ""
+
+
+def console_scope(request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
+    """The rows of `queryset` the signed-in console user may see: their tenant's; every
+    tenant's for platform staff; none for anyone else.
+
+    Tenants are scoped by their own id, every model with a `tenant` by it; the rest (groups,
+    permissions, worker heartbeats) belong to no tenant and are the same for everyone."""
+    scope = _scope(request)
+    if scope == ALL_TENANTS:
+        return queryset
+    if not scope:
+        return queryset.none()
+    model = queryset.model
+    if model is Tenant:
+        return queryset.filter(pk=scope)
+    if tenant_field(model) is not None:
+        return queryset.filter(tenant_id=scope)
+    return queryset
+
+
+def is_platform_staff(request: HttpRequest) -> bool:
+    return _scope(request) == ALL_TENANTS
+
+
+def tenant_field(model: type[Model]) -> Any:
+    """The model's foreign key to its tenant, if it has one."""
+    for field in model._meta.concrete_fields:
+        if field.name == "tenant" and field.is_relation and field.related_model is Tenant:
+            return field
+    return None
+
+
+def the_only_tenant(request: HttpRequest, *, optional: bool = False) -> Any:
+    """The one tenant a form of this user can name, or None when there is a choice.
+
+    A tenant staff member's is theirs. Platform staff choose, unless a single tenant exists
+    and naming none is not a choice (`optional`: a user may belong to no tenant)."""
+    scope = _scope(request)
+    if scope and scope != ALL_TENANTS:
+        return scope
+    if optional or not scope:
+        return None
+    first_two = list(Tenant.objects.order_by("name").values_list("pk", flat=True)[:2])
+    return first_two[0] if len(first_two) == 1 else None
+
+
+def confine_tenant_field(
+    request: HttpRequest, field: forms.ModelChoiceField, *, optional: bool = False
+) -> Any:
+    """Limit a tenant form field to the tenants this user may name, and when that is one,
+    preselect and hide it (required: a tenant staff member never names "no tenant").
+
+    Returns the preselected tenant's id, or None. A posted value naming another tenant is
+    then "Select a valid choice", a form error, before any write reaches row security."""
+    field.queryset = console_scope(request, field.queryset)
+    only = the_only_tenant(request, optional=optional)
+    if only is not None:
+        field.widget = forms.HiddenInput()
+        field.initial = only
+        field.required = True
+    return only
+
+
+class TenantRelatedFilter(admin.RelatedFieldListFilter):
+    """A relation's filter choices from the user's own tenant only: Django's lists every row of
+    the related table, and the tenant and user tables stand outside row security."""
+
+    def field_choices(self, field: Any, request: HttpRequest, model_admin: Any) -> Any:
+        related = get_model_from_relation(field)
+        ordering = self.field_admin_ordering(field, request, model_admin)
+        visible = console_scope(request, related._default_manager.all())
+        return field.get_choices(
+            include_blank=False,
+            limit_choices_to={"pk__in": visible.values("pk")},
+            ordering=ordering,
+        )
+
+
+class TenantAllValuesFilter(admin.AllValuesFieldListFilter):
+    """A filter on a value across a relation (`conversation__participant_id`): Django takes
+    its choices from every row of the related table; these come from the user's tenant's."""
+
+    def __init__(
+        self,
+        field: Any,
+        request: HttpRequest,
+        params: Any,
+        model: Any,
+        model_admin: Any,
+        field_path: str,
+    ) -> None:
+        super().__init__(field, request, params, model, model_admin, field_path)
+        parent_model, _ = reverse_field_path(model, field_path)
+        if parent_model is not model:
+            self.lookup_choices = (
+                console_scope(request, parent_model._default_manager.all())
+                .distinct()
+                .order_by(field.name)
+                .values_list(field.name, flat=True)
+            )
+
+
+class TenantScopedAdmin(admin.ModelAdmin):
+    """A ModelAdmin confined to the staff member's tenant (platform staff: every tenant).
+
+    Rows come from `console_scope`; another tenant's object is a 404, never the stock
+    "doesn't exist" redirect (which repeats the id); relation fields offer the tenant's rows
+    only; the tenant field is preselected and hidden where one tenant is possible; list filters
+    list the tenant's rows, and a tenant staff member has no tenant filter (it has one value).
+    """
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Any]:
+        return console_scope(request, super().get_queryset(request))
+
+    def get_object(self, request: HttpRequest, object_id: str, from_field: Any = None) -> Any:
+        found = super().get_object(request, object_id, from_field)
+        if found is None:
+            raise Http404("No such object.")
+        return found
+
+    def get_field_queryset(self, db: Any, db_field: Any, request: HttpRequest) -> Any:
+        queryset = super().get_field_queryset(db, db_field, request)
+        if queryset is None:
+            queryset = db_field.remote_field.model._default_manager.using(db).all()
+        return console_scope(request, queryset)
+
+    def formfield_for_dbfield(self, db_field: Any, request: HttpRequest, **kwargs: Any) -> Any:
+        formfield = super().formfield_for_dbfield(db_field, request, **kwargs)
+        if (
+            formfield is not None
+            and db_field.is_relation
+            and db_field.related_model is Tenant
+            and isinstance(formfield, forms.ModelChoiceField)
+        ):
+            confine_tenant_field(request, formfield, optional=db_field.null)
+        return formfield
+
+    def get_changeform_initial_data(self, request: HttpRequest) -> dict[str, Any]:
+        initial = super().get_changeform_initial_data(request)
+        field = tenant_field(self.model)
+        if field is not None:
+            only = the_only_tenant(request, optional=field.null)
+            if only is not None:
+                initial[field.name] = only  # never another tenant named in the query string
+        return initial
+
+    def get_list_filter(self, request: HttpRequest) -> Any:
+        confined = not is_platform_staff(request)
+        scoped: list[Any] = []
+        for entry in super().get_list_filter(request):
+            if isinstance(entry, str):
+                path, filter_class = entry, None
+            elif isinstance(entry, (list, tuple)):
+                path, filter_class = entry
+            else:  # a SimpleListFilter: its own lookups
+                scoped.append(entry)
+                continue
+            fields = get_fields_from_path(self.model, path)
+            if confined and any(getattr(f, "related_model", None) is Tenant for f in fields):
+                continue
+            if filter_class is None:
+                if fields[-1].is_relation:
+                    filter_class = TenantRelatedFilter
+                elif len(fields) > 1:
+                    filter_class = TenantAllValuesFilter
+                else:
+                    scoped.append(entry)
+                    continue
+            scoped.append((path, filter_class))
+        return scoped
