@@ -237,3 +237,31 @@ def test_the_mcp_endpoint_wants_a_bearer_credential_and_checks_it(
             return outcome(await client.call_tool("list_memories", {}))
 
     assert with_a_bad_key()["error"]["code"] == "unauthenticated"
+
+
+def test_tool_calls_spend_the_credentials_write_budget_like_rest_calls(
+    tenant: Tenant, transactional_db: None
+) -> None:
+    # given a server where a credential may write twice a minute
+    with asgi_server(env={"KINDMEM_WRITE_RATE": "2/min"}) as base:
+
+        @async_to_sync
+        async def three_writes() -> list[dict[str, Any]]:
+            async with mcp_client(base, tenant.run_a.token) as agent:
+                results = []
+                for i in range(3):
+                    remembered = await agent.call_tool(
+                        "remember",
+                        {"type": "preference", "text": f"likes tea {i}", "tool_call_id": f"c{i}"},
+                    )
+                    results.append(outcome(remembered))
+                # reads are not throttled
+                results.append(outcome(await agent.call_tool("list_memories", {})))
+                return results
+
+        # when its run remembers three times over MCP
+        first, second, third, listed = three_writes()
+    # then the third write is refused as the REST route refuses it, and reads go on
+    assert first["outcome"] == second["outcome"] == "created"
+    assert third["error"]["code"] == "rate-limited"
+    assert len(listed["facts"]) == 2
