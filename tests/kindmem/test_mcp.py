@@ -265,3 +265,44 @@ def test_tool_calls_spend_the_credentials_write_budget_like_rest_calls(
     assert first["outcome"] == second["outcome"] == "created"
     assert third["error"]["code"] == "rate-limited"
     assert len(listed["facts"]) == 2
+
+
+def test_a_client_of_the_handshake_era_gets_stateless_json_answers(
+    tenant: Tenant, server: str
+) -> None:
+    # given a client that opens with the initialize handshake (the 2025 revisions)
+    headers = {
+        "Authorization": f"Bearer {tenant.run_a.token}",
+        "Accept": "application/json, text/event-stream",
+    }
+    hello = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": {"name": "probe", "version": "0"},
+        },
+    }
+    # when it initializes over plain HTTP
+    answer = httpx2.post(f"{server}/mcp", json=hello, headers=headers, timeout=30)
+    # then the answer is one JSON body, and no session is opened (any process may answer next)
+    assert answer.status_code == 200
+    assert answer.headers["content-type"].startswith("application/json")
+    assert "mcp-session-id" not in answer.headers
+    assert answer.json()["result"]["serverInfo"]["name"] == "kindmem"
+
+    # and the SDK's client in that mode calls tools as well
+    @async_to_sync
+    async def legacy() -> dict[str, Any]:
+        http_headers = {"Authorization": f"Bearer {tenant.run_a.token}"}
+        async with (
+            httpx2.AsyncClient(headers=http_headers, timeout=30) as http,
+            McpClient(
+                streamable_http_client(f"{server}/mcp", http_client=http), mode="legacy"
+            ) as client,
+        ):
+            return outcome(await client.call_tool("list_memories", {}))
+
+    assert legacy() == {"facts": [], "next_cursor": None}
