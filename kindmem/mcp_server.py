@@ -30,6 +30,7 @@ from datetime import datetime
 from typing import Annotated, Any, Literal
 from urllib.parse import quote, urlencode
 
+import anyio
 from django.conf import settings
 from django.http.request import split_domain_port, validate_host
 from mcp.server.mcpserver import Context, MCPServer
@@ -87,6 +88,9 @@ Scope_ = Annotated[
 # ---- dispatch ---------------------------------------------------------------------------------
 
 
+_django: ASGIApp | None = None
+
+
 def _django_app() -> ASGIApp:
     from django.core.handlers.asgi import ASGIHandler
 
@@ -94,9 +98,6 @@ def _django_app() -> ASGIApp:
     if _django is None:
         _django = ASGIHandler()
     return _django
-
-
-_django: ASGIApp | None = None
 
 
 async def rest(
@@ -145,8 +146,6 @@ async def rest(
 
 async def _call(app: ASGIApp, scope: dict[str, Any], payload: bytes) -> tuple[int, bytes]:
     """Run one HTTP exchange through an ASGI app; its status and body."""
-    import anyio
-
     sent = False
     disconnected = anyio.Event()
     status = 500
