@@ -14,8 +14,10 @@ $(VENV)/.installed-run: pyproject.toml | $(BIN)/activate
 	$(BIN)/pip install --quiet -e '.[local]'
 	touch $@
 
-$(VENV)/.installed-test: pyproject.toml | $(BIN)/activate
-	$(BIN)/pip install --quiet -e '.[test]'
+# The Python client (clients/python, its own package) is installed beside the app: the suite
+# drives it against the real API (tests/clients/).
+$(VENV)/.installed-test: pyproject.toml clients/python/pyproject.toml | $(BIN)/activate
+	$(BIN)/pip install --quiet -e '.[test]' -e clients/python
 	touch $@
 
 run: $(VENV)/.installed-run

@@ -56,6 +56,52 @@ def free_port() -> int:
         return probe.getsockname()[1]
 
 
+def wait_until_serving(server: subprocess.Popen[bytes], port: int) -> None:
+    """Wait until the server on `port` answers anything at /healthz."""
+    deadline = time.monotonic() + 60
+    while True:
+        probe = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
+        try:
+            probe.request("GET", "/healthz")
+            probe.getresponse().read()  # any answer: the server is up
+            return
+        except (OSError, http.client.HTTPException):
+            assert server.poll() is None, "the server did not start"
+            assert time.monotonic() < deadline, "the server did not answer in 60 s"
+            time.sleep(0.3)
+        finally:
+            probe.close()
+
+
+@contextmanager
+def asgi_server(env: dict[str, str] | None = None) -> Iterator[str]:
+    """kindmem's ASGI app (Django and the MCP server, kindmem/asgi.py) under uvicorn, as
+    `kindmem run` starts it, on the test database and a free port: yields its base URL."""
+    port = free_port()
+    server = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "uvicorn",
+            "kindmem.asgi:application",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--log-level",
+            "warning",
+        ],
+        env={**os.environ, **database_env(), "SECRET_KEY": "web-test", **(env or {})},
+        cwd=settings.BASE_DIR,
+    )
+    try:
+        wait_until_serving(server, port)
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.send_signal(signal.SIGTERM)
+        server.wait(timeout=30)
+
+
 @contextmanager
 def web_server(*args: str, env: dict[str, str] | None = None) -> Iterator[str]:
     """kindmem's web process as production starts it (gunicorn with kindmem/gunicorn_conf.py),
@@ -83,19 +129,7 @@ def web_server(*args: str, env: dict[str, str] | None = None) -> Iterator[str]:
         cwd=settings.BASE_DIR,
     )
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            probe = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
-            try:
-                probe.request("GET", "/healthz")
-                probe.getresponse().read()  # any answer: the server is up
-                break
-            except (OSError, http.client.HTTPException):
-                assert server.poll() is None, "the server did not start"
-                assert time.monotonic() < deadline, "the server did not answer in 60 s"
-                time.sleep(0.3)
-            finally:
-                probe.close()
+        wait_until_serving(server, port)
         yield f"http://127.0.0.1:{port}"
     finally:
         server.send_signal(signal.SIGTERM)

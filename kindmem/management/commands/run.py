@@ -18,14 +18,26 @@ from kindmem.management.commands.seed_demo import format_credentials
 
 
 class Command(BaseCommand):
-    help = "Run kindmem on one machine: web (gunicorn), a Celery worker with beat, demo data."
+    help = (
+        "Run kindmem on one machine: web (gunicorn), the MCP server (uvicorn, kindmem.asgi),"
+        " a Celery worker with beat, demo data."
+    )
 
     def add_arguments(self, parser: Any) -> None:
         parser.add_argument("--host", default=os.environ.get("KINDMEM_HOST", "127.0.0.1"))
         parser.add_argument("--port", type=int, default=int(os.environ.get("KINDMEM_PORT", "8000")))
+        parser.add_argument(
+            "--mcp-port",
+            type=int,
+            default=int(os.environ.get("KINDMEM_MCP_PORT") or 0),
+            help="Where the MCP server (kindmem.asgi) listens; default: --port + 1.",
+        )
         parser.add_argument("--no-demo", action="store_true", help="Skip the demo tenant.")
 
-    def handle(self, *args: Any, host: str, port: int, no_demo: bool, **options: Any) -> None:
+    def handle(
+        self, *args: Any, host: str, port: int, mcp_port: int, no_demo: bool, **options: Any
+    ) -> None:
+        mcp_port = mcp_port or port + 1
         call_command("migrate", interactive=False, verbosity=0)
         call_command("check_database")
         # web and worker log in as the app role; this process migrated as the tables' owner
@@ -59,6 +71,24 @@ class Command(BaseCommand):
                 ],
                 env=env,
             ),
+            # The ASGI app (kindmem/asgi.py): the MCP server at /mcp, beside the same Django app.
+            # gunicorn keeps serving the API: its own refusals (limits, malformed requests) are
+            # written in kindmem's error shape (kindmem/gunicorn_conf.py), uvicorn's are not.
+            subprocess.Popen(  # noqa: S603 - fixed argv, no shell
+                [
+                    python,
+                    "-m",
+                    "uvicorn",
+                    "kindmem.asgi:application",
+                    "--host",
+                    host,
+                    "--port",
+                    str(mcp_port),
+                    "--workers",
+                    "2",
+                ],
+                env=env,
+            ),
             subprocess.Popen(  # noqa: S603 - fixed argv, no shell
                 [
                     python,
@@ -78,6 +108,7 @@ class Command(BaseCommand):
         ]
         if creds is not None:
             self.stdout.write(format_credentials(creds, base_url=f"http://{host}:{port}"))
+        self.stdout.write(f"MCP server: http://{host}:{mcp_port}/mcp (Authorization: Bearer <key>)")
         self.stdout.write("Press Ctrl-C to stop.")
         stopping = False
 

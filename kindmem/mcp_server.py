@@ -1,0 +1,481 @@
+"""kindmem's MCP server: agents' memory tools over the Model Context Protocol, at `/mcp`.
+
+Built on the official `mcp` SDK (`MCPServer`), served as streamable HTTP, stateless (any web
+process answers any request) with JSON responses (one JSON body per POST, no SSE stream).
+
+**One code path.** Each tool is one REST route: it sends that route's request, with the MCP
+request's own `Authorization` header, through Django's ASGI handler inside this process
+(`rest()`), and returns the route's JSON as the tool's structured output. So a tool call is
+authenticated, throttled, guarded (`readable_by(readers)` in the route's query), confined by
+row security and audited exactly as the REST call is, by the very same code; its audit event
+names the route (`POST remember`, `GET fact`, ...). A REST error becomes a tool error
+(`is_error`) whose text and structured content are the error body (`{"code", "message",
+"details"}`).
+
+**Auth.** `Authorization: Bearer <API key or run token>` on every MCP request; without one the
+endpoint answers 401 in the error shape before MCP sees the request. Whether the credential is
+valid, and what it may read, is decided by the route each tool calls: `tools/list` answers any
+bearer, a tool call with a bad one is an `unauthenticated` tool error.
+
+Tools (Mem0's names where one fits): remember, search_memories, get_memory, list_memories,
+memory_history, update_memory, delete_memory, recall, append_messages, and, for a reviewer's
+or tenant admin's key, list_pending_approvals and decide_approval (any other credential gets
+`forbidden`, as from the REST route).
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from typing import Annotated, Any, Literal
+from urllib.parse import quote, urlencode
+
+import anyio
+from django.conf import settings
+from django.http.request import split_domain_port, validate_host
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.transport_security import TransportSecuritySettings
+from mcp_types import CallToolResult, TextContent, ToolAnnotations
+from pydantic import Field
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from kindmem.errors import error_body
+
+MCP_PATH = "/mcp"
+
+INSTRUCTIONS = """kindmem is your long-term memory. Remember facts about the person and the
+conversation with `remember` (a memory that reads like an instruction, or a wide one, waits for
+a reviewer before anyone can read it); find them with `search_memories` or `list_memories`;
+recall earlier conversations with `recall`. You see only what your credential allows."""
+
+server = MCPServer(
+    "kindmem",
+    title="kindmem",
+    description="The memory of AI agents: typed, versioned, access-controlled facts and recall.",
+    instructions=INSTRUCTIONS,
+    version="0.1.0",
+)
+
+# The hints, per kind of tool. Every tool's world is kindmem's own store: closed.
+READ = ToolAnnotations(read_only_hint=True, open_world_hint=False)
+ADD = ToolAnnotations(
+    read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False
+)
+REPLAYABLE_ADD = ToolAnnotations(
+    read_only_hint=False, destructive_hint=False, idempotent_hint=True, open_world_hint=False
+)
+CHANGE = ToolAnnotations(
+    read_only_hint=False, destructive_hint=True, idempotent_hint=False, open_world_hint=False
+)
+REMOVE = ToolAnnotations(
+    read_only_hint=False, destructive_hint=True, idempotent_hint=True, open_world_hint=False
+)
+
+# What every tool returns: the route's JSON (an object) as structured output; the SDK derives
+# the tool's output schema from the second argument.
+Result = Annotated[CallToolResult, dict[str, Any]]
+
+MemoryId = Annotated[str, Field(description="The memory's id (a fact id, as returned by a tool).")]
+Scope_ = Annotated[
+    dict[str, str] | None,
+    Field(
+        description="Narrow to exact scope keys: org_id, project_id, user_id, participant_id,"
+        " thread_id, session_id (within what the credential may read)."
+    ),
+]
+
+
+# ---- dispatch ---------------------------------------------------------------------------------
+
+
+_django: ASGIApp | None = None
+
+
+def _django_app() -> ASGIApp:
+    from django.core.handlers.asgi import ASGIHandler
+
+    global _django  # one handler per process, built on first use (after Django is set up)
+    if _django is None:
+        _django = ASGIHandler()
+    return _django
+
+
+async def rest(
+    ctx: Context,
+    method: str,
+    path: str,
+    *,
+    params: dict[str, Any] | None = None,
+    body: dict[str, Any] | None = None,
+) -> CallToolResult:
+    """Call a kindmem REST route in-process with this MCP request's credential: its JSON as
+    the tool's structured output, or its error body as a tool error (`is_error`)."""
+    incoming = ctx.headers or {}
+    query = urlencode({k: _text(v) for k, v in (params or {}).items() if v is not None})
+    payload = b"" if body is None else json.dumps(_drop_none(body)).encode()
+    headers = [(b"host", incoming.get("host", "localhost").encode("latin-1"))]
+    if "authorization" in incoming:
+        headers.append((b"authorization", incoming["authorization"].encode("latin-1")))
+    if body is not None:
+        headers += [
+            (b"content-type", b"application/json"),
+            (b"content-length", str(len(payload)).encode()),
+        ]
+    scope: dict[str, Any] = {
+        "type": "http",
+        "asgi": {"version": "3.0"},
+        "http_version": "1.1",
+        "method": method,
+        "scheme": "http",
+        "path": path,
+        "raw_path": path.encode(),
+        "query_string": query.encode(),
+        "root_path": "",
+        "headers": headers,
+        "client": ("127.0.0.1", 0),
+        "server": ("127.0.0.1", 80),
+    }
+    status, content = await _call(_django_app(), scope, payload)
+    try:
+        answer = json.loads(content)
+    except ValueError:
+        answer = error_body("persistence-error", f"HTTP {status} without a JSON body")
+    text = [TextContent(type="text", text=json.dumps(answer))]
+    return CallToolResult(content=text, structured_content=answer, is_error=status >= 400)
+
+
+async def _call(app: ASGIApp, scope: dict[str, Any], payload: bytes) -> tuple[int, bytes]:
+    """Run one HTTP exchange through an ASGI app; its status and body."""
+    sent = False
+    disconnected = anyio.Event()
+    status = 500
+    chunks: list[bytes] = []
+
+    async def receive() -> dict[str, Any]:
+        nonlocal sent
+        if not sent:
+            sent = True
+            return {"type": "http.request", "body": payload, "more_body": False}
+        await disconnected.wait()  # Django listens for a disconnect while the view runs
+        return {"type": "http.disconnect"}
+
+    async def send(message: dict[str, Any]) -> None:
+        nonlocal status
+        if message["type"] == "http.response.start":
+            status = message["status"]
+        elif message["type"] == "http.response.body":
+            chunks.append(message.get("body", b""))
+
+    try:
+        await app(scope, receive, send)
+    finally:
+        disconnected.set()
+    return status, b"".join(chunks)
+
+
+def _text(value: Any) -> str:
+    return value.isoformat() if isinstance(value, datetime) else str(value)
+
+
+def _drop_none(body: dict[str, Any]) -> dict[str, Any]:
+    """A JSON body of the arguments given (None: not sent, the route's default applies)."""
+    return {
+        k: v.isoformat() if isinstance(v, datetime) else v for k, v in body.items() if v is not None
+    }
+
+
+def _segment(value: str) -> str:
+    return quote(value, safe="")
+
+
+# ---- tools ------------------------------------------------------------------------------------
+
+
+@server.tool(title="Remember", annotations=REPLAYABLE_ADD)
+async def remember(
+    ctx: Context,
+    type: Annotated[str, Field(description="A memory type the agent declares, e.g. preference.")],
+    text: Annotated[str, Field(description="What to remember, in a sentence.")],
+    tool_call_id: Annotated[
+        str, Field(description="This call's id: the same id again returns the first answer.")
+    ],
+    key: Annotated[
+        str | None, Field(description="The slot: a new text for the same key replaces it.")
+    ] = None,
+    valid_until: Annotated[datetime | None, Field(description="When it stops being true.")] = None,
+    step_id: Annotated[str | None, Field(description="The agent's step, for provenance.")] = None,
+) -> Result:
+    """Remember a fact for this run (a run token only). The scope, subjects and trust come from
+    the run and the agent's declaration. Outcome `created`, `superseded` or `replayed`; a
+    memory that reads like an instruction, hides characters or is wide waits for review
+    (`review.reasons`, `approval_id`) and is unreadable until approved."""
+    return await rest(
+        ctx,
+        "POST",
+        "/v1/remember",
+        body={
+            "type": type,
+            "text": text,
+            "tool_call_id": tool_call_id,
+            "key": key,
+            "valid_until": valid_until,
+            "step_id": step_id,
+        },
+    )
+
+
+@server.tool(title="Search memories", annotations=READ)
+async def search_memories(
+    ctx: Context,
+    query: Annotated[str, Field(description="What to look for, in words.")],
+    mode: Annotated[
+        Literal["keyword", "semantic", "hybrid"],
+        Field(description="keyword (full text), semantic (by meaning) or hybrid (both, fused)."),
+    ] = "hybrid",
+    top_k: Annotated[int, Field(ge=1, le=100, description="How many hits at most.")] = 10,
+    type: Annotated[str | None, Field(description="Only memories of this type.")] = None,
+    tags: Annotated[list[str] | None, Field(description="Only memories with all these tags.")] = (
+        None
+    ),
+    valid_at: Annotated[
+        datetime | None, Field(description="Only memories true at this time.")
+    ] = None,
+    scope: Scope_ = None,
+) -> Result:
+    """Search the memories this credential may read; hits best first, each with its memory,
+    a score and its rank in each leg."""
+    return await rest(
+        ctx,
+        "POST",
+        "/v1/facts/search",
+        body={
+            "query": query,
+            "mode": mode,
+            "top_k": top_k,
+            "type": type,
+            "tags": tags,
+            "valid_at": valid_at,
+            "scope": scope,
+        },
+    )
+
+
+@server.tool(title="Get a memory", annotations=READ)
+async def get_memory(ctx: Context, memory_id: MemoryId) -> Result:
+    """One memory's current value (`fact-not-found` if it does not exist or may not be read)."""
+    return await rest(ctx, "GET", f"/v1/facts/{_segment(memory_id)}")
+
+
+@server.tool(title="List memories", annotations=READ)
+async def list_memories(
+    ctx: Context,
+    type: Annotated[str | None, Field(description="Only memories of this type.")] = None,
+    tag: Annotated[str | None, Field(description="Only memories with this tag.")] = None,
+    valid_at: Annotated[
+        datetime | None, Field(description="Only memories true at this time.")
+    ] = None,
+    limit: Annotated[int, Field(ge=1, le=200, description="Page size.")] = 50,
+    cursor: Annotated[
+        str | None, Field(description="`next_cursor` of the previous page, for the next one.")
+    ] = None,
+    scope: Scope_ = None,
+) -> Result:
+    """The memories this credential may read, newest first, a page at a time."""
+    params = {"type": type, "tag": tag, "valid_at": valid_at, "limit": limit, "cursor": cursor}
+    return await rest(ctx, "GET", "/v1/facts", params={**params, **(scope or {})})
+
+
+@server.tool(title="Memory history", annotations=READ)
+async def memory_history(ctx: Context, memory_id: MemoryId) -> Result:
+    """A memory's revisions, newest first (each change is a new revision; none is lost)."""
+    return await rest(ctx, "GET", f"/v1/facts/{_segment(memory_id)}/revisions")
+
+
+@server.tool(title="Update a memory", annotations=CHANGE)
+async def update_memory(
+    ctx: Context,
+    memory_id: MemoryId,
+    content: Annotated[Any, Field(description="The new value (text or a JSON object).")],
+    expected_version: Annotated[
+        int | None,
+        Field(ge=1, description="Refuse (`conflict`) if the memory moved past this version."),
+    ] = None,
+) -> Result:
+    """Replace a memory's value with a new revision (the old one stays in its history)."""
+    return await rest(
+        ctx,
+        "POST",
+        f"/v1/facts/{_segment(memory_id)}/supersede",
+        body={"content": content, "expected_version": expected_version},
+    )
+
+
+@server.tool(title="Delete a memory", annotations=REMOVE)
+async def delete_memory(ctx: Context, memory_id: MemoryId) -> Result:
+    """Delete a memory (`retention-violation` where retention forbids it)."""
+    return await rest(ctx, "DELETE", f"/v1/facts/{_segment(memory_id)}")
+
+
+@server.tool(title="Recall conversations", annotations=READ)
+async def recall(
+    ctx: Context,
+    selections: Annotated[
+        list[dict[str, Any]],
+        Field(
+            min_length=1,
+            description="Which conversations: each {agent_id, and optionally conversation_id,"
+            " before_sequence, exclude_conversation_id, participant_id, user_id, project_id,"
+            " segments_prefix}; any of them matches.",
+        ),
+    ],
+    mode: Annotated[
+        Literal["list", "keyword", "semantic"],
+        Field(description="list (newest first), keyword or semantic."),
+    ] = "keyword",
+    query: Annotated[str | None, Field(description="The words (keyword, semantic).")] = None,
+    roles: Annotated[
+        list[Literal["user", "agent"]] | None, Field(description="Whose messages; default user.")
+    ] = None,
+    top_k: Annotated[int, Field(ge=1, le=100)] = 10,
+) -> Result:
+    """Recall messages of earlier conversations this credential may read, each with its
+    neighbours."""
+    return await rest(
+        ctx,
+        "POST",
+        "/v1/recall",
+        body={
+            "selections": selections,
+            "mode": mode,
+            "query": query,
+            "roles": roles,
+            "top_k": top_k,
+        },
+    )
+
+
+@server.tool(title="Append messages", annotations=ADD)
+async def append_messages(
+    ctx: Context,
+    conversation_id: Annotated[str, Field(description="The conversation (the run's thread).")],
+    messages: Annotated[
+        list[dict[str, str]],
+        Field(min_length=1, max_length=100, description='Each {"role": user|agent|tool, "text"}.'),
+    ],
+    agent_id: Annotated[str | None, Field(description="(app keys) when creating it")] = None,
+    project_id: Annotated[str | None, Field(description="(app keys) when creating it")] = None,
+    participant_id: Annotated[str | None, Field(description="(app keys) its end user")] = None,
+) -> Result:
+    """Append messages to a conversation (created on its first write); sequences are assigned
+    by the server."""
+    return await rest(
+        ctx,
+        "POST",
+        f"/v1/conversations/{_segment(conversation_id)}/messages",
+        body={
+            "messages": messages,
+            "agent_id": agent_id,
+            "project_id": project_id,
+            "participant_id": participant_id,
+        },
+    )
+
+
+@server.tool(title="List pending approvals", annotations=READ)
+async def list_pending_approvals(
+    ctx: Context,
+    reason: Annotated[
+        Literal["wide-scope", "instruction-like", "hidden-characters"] | None,
+        Field(description="Only approvals with this reason."),
+    ] = None,
+    limit: Annotated[int, Field(ge=1, le=200)] = 50,
+    cursor: Annotated[str | None, Field(description="`next_cursor` of the previous page.")] = None,
+) -> Result:
+    """Memories waiting for review, oldest first (a reviewer's or tenant admin's key)."""
+    return await rest(
+        ctx,
+        "GET",
+        "/v1/approvals",
+        params={"status": "pending", "reason": reason, "limit": limit, "cursor": cursor},
+    )
+
+
+@server.tool(title="Decide an approval", annotations=CHANGE)
+async def decide_approval(
+    ctx: Context,
+    approval_id: Annotated[str, Field(description="The approval's id.")],
+    decision: Annotated[
+        Literal["approve", "reject", "verify"],
+        Field(
+            description="approve (readable), reject (never readable), verify (approve, verified)."
+        ),
+    ],
+    note: Annotated[str | None, Field(max_length=2000, description="Why.")] = None,
+) -> Result:
+    """Decide a pending memory (a reviewer's or tenant admin's key); a decision is taken once."""
+    return await rest(
+        ctx,
+        "POST",
+        f"/v1/approvals/{_segment(approval_id)}/{decision}",
+        body={"note": note},
+    )
+
+
+# ---- the endpoint -----------------------------------------------------------------------------
+
+
+def mcp_app() -> ASGIApp:
+    """The ASGI app serving `/mcp` (its lifespan runs the SDK's session manager), behind a
+    check that the request names an allowed host and carries a Bearer credential."""
+    streamable = server.streamable_http_app(
+        streamable_http_path=MCP_PATH,
+        stateless_http=True,
+        json_response=True,
+        max_request_body_size=settings.DATA_UPLOAD_MAX_MEMORY_SIZE,
+        # The SDK's DNS-rebinding check allows only localhost unless told every host name; the
+        # host is checked below against ALLOWED_HOSTS instead, as Django checks it, and a
+        # rebinding page has no Bearer credential to send.
+        transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
+    )
+
+    async def guarded(scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            headers = {
+                k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]
+            }
+            refusal = _refusal(headers)
+            if refusal is not None:
+                await _answer(send, *refusal)
+                return
+        await streamable(scope, receive, send)
+
+    return guarded
+
+
+def _refusal(
+    headers: dict[str, str],
+) -> tuple[int, dict[str, Any], list[tuple[bytes, bytes]]] | None:
+    domain, _ = split_domain_port(headers.get("host", ""))
+    allowed = settings.ALLOWED_HOSTS
+    if settings.DEBUG and not allowed:
+        allowed = [".localhost", "127.0.0.1", "[::1]"]
+    if not domain or not validate_host(domain, allowed):
+        return 400, error_body("validation-error", "This host name is not served here."), []
+    scheme, _, token = headers.get("authorization", "").partition(" ")
+    if scheme != "Bearer" or not token.strip():
+        body = error_body("unauthenticated", "Use 'Authorization: Bearer <key or run token>'.")
+        return 401, body, [(b"www-authenticate", b'Bearer realm="kindmem"')]
+    return None
+
+
+async def _answer(
+    send: Send, status: int, body: dict[str, Any], extra: list[tuple[bytes, bytes]]
+) -> None:
+    content = json.dumps(body).encode()
+    headers = [
+        (b"content-type", b"application/json"),
+        (b"content-length", str(len(content)).encode()),
+        *extra,
+    ]
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": content})
