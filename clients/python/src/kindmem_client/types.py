@@ -450,7 +450,7 @@ class Readers(TypedDict):
     on_behalf_of_project_ids: list[str]
 
 
-ReasonsEnum = Literal["wide-scope", "instruction-like", "hidden-characters"]
+ReasonsEnum = Literal["wide-scope", "instruction-like", "hidden-characters", "verified-slot"]
 
 
 class Recall(TypedDict):
