@@ -125,7 +125,7 @@ def test_the_clients_types_are_the_ones_generated_from_the_served_schema(schema)
         "the API's shapes changed: run "
         "`python clients/python/scripts/generate_types.py <url>/v1/schema?format=json` (or, "
         "without a server, `python manage.py spectacular --format openapi-json --file s.json` "
-        "and `generate_types.py file://$PWD/s.json`)"
+        "and `generate_types.py s.json`)"
     )
 
 
