@@ -53,7 +53,7 @@ def main() -> None:
     args = parser.parse_args()
 
     started = time.perf_counter()
-    from facts.embedders import local
+    from embeddings import local
 
     model = local.loaded_model(threads=args.threads)
     load_seconds = time.perf_counter() - started

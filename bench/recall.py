@@ -38,7 +38,7 @@ django.setup()
 from django.conf import settings  # noqa: E402
 from django.db import connection, transaction  # noqa: E402
 
-from facts.embedding import DIMENSIONS, HashingEmbedder  # noqa: E402
+from embeddings.providers import DIMENSIONS, HashingEmbedder  # noqa: E402
 from kindmem.access import Readers, readers_for  # noqa: E402
 from kindmem.models import ApiKey  # noqa: E402
 from kindmem.row_security import tenant_context  # noqa: E402

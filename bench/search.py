@@ -384,13 +384,13 @@ def main() -> None:
     if args.embedder == "local":
         vectors, info = corpus_vectors([r.text for r in rows], args.seed)
     else:
-        from facts.embedding import HashingEmbedder
+        from embeddings.providers import HashingEmbedder
 
         vectors = np.asarray(HashingEmbedder().embed([r.text for r in rows]), dtype=np.float32)
         info = {"cached": False, "embedder": "hashing"}
     results["corpus_embedding"] = info
     settings.EMBEDDER = args.embedder
-    from facts.embedding import get_embedder
+    from embeddings.providers import get_embedder
 
     embedder = get_embedder()
     assert embedder is not None

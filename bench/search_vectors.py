@@ -42,7 +42,7 @@ def corpus_vectors(texts: list[str], seed: int, *, threads: int = 1) -> tuple[np
     final = vectors_path(len(texts), seed)
     if final.exists():
         return np.load(final), {"cached": True}
-    from facts.embedders.local import LocalEmbedder
+    from embeddings.local import LocalEmbedder
 
     embedder = LocalEmbedder(threads=threads)
     embedder.embed(["warm up"])

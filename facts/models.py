@@ -25,7 +25,7 @@ from django.db.models import Exists, OuterRef, Q
 from django.utils import timezone
 from pgvector.django import HnswIndex, VectorField
 
-from facts.embedding import DIMENSIONS
+from embeddings.providers import DIMENSIONS
 from kindmem.guards import fact_guard
 from kindmem.holds import held_among, held_condition
 from kindmem.models import Org, Project, Run, SubjectKind, Tenant, User

@@ -27,7 +27,7 @@ from django.db import connection, transaction
 from django.db.models import F, Value, prefetch_related_objects
 from pgvector.django import CosineDistance
 
-from facts.embedding import EmbeddingFailed, require_embedder
+from embeddings.providers import EmbeddingFailed, require_embedder
 from facts.fusion import fuse_by_rank
 from facts.models import Revision, RevisionQuerySet
 from kindmem.access import Readers

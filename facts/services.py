@@ -25,7 +25,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import Max
 from django.utils import timezone
 
-from facts.embedding import Embedder, EmbeddingFailed, get_embedder
+from embeddings.providers import Embedder, EmbeddingFailed, get_embedder
 from facts.models import (
     AttributionKind,
     EmbeddingState,

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from celery import shared_task
 
+from embeddings.providers import EmbeddingFailed
 from facts import services, sweeps
-from facts.embedding import EmbeddingFailed
 from kindmem.row_security import each_tenant, tenant_context
 
 

@@ -250,7 +250,7 @@ REMEMBER_MAX_CHARS = env_int("KINDMEM_REMEMBER_MAX_CHARS", 2000)
 # Run log: the largest payload one entry may carry, in bytes of canonical JSON.
 RUNLOG_MAX_PAYLOAD_BYTES = env_int("KINDMEM_RUNLOG_MAX_PAYLOAD_BYTES", 65_536)
 
-# Embeddings (facts/embedding.py): none | local | openai.
+# Embeddings (embeddings/providers.py): none | local | openai.
 # `hashing` is a deterministic stand-in for tests and benchmarks, not for real use.
 EMBEDDER = env_choice("KINDMEM_EMBEDDER", "none", {"none", "local", "openai", "hashing"})
 EMBEDDER_URL = os.environ.get("KINDMEM_EMBEDDER_URL", "")

@@ -80,7 +80,7 @@ def healthz(request: Any) -> JsonResponse:
     checks["broker"] = _broker_check()
     # Reported, never fatal: without embeddings keyword search and writes still work. Imported
     # here because kindmem otherwise never reaches into facts (imports run kindmem <- facts).
-    from facts.embedding import embedder_health
+    from embeddings.providers import embedder_health
 
     checks["embedder"] = embedder_health()
     if checks["database"]["ok"]:

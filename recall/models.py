@@ -19,7 +19,7 @@ from django.db.models import Case, Q, Value, When
 from django.utils import timezone
 from pgvector.django import HnswIndex, VectorField
 
-from facts.embedding import DIMENSIONS
+from embeddings.providers import DIMENSIONS
 from kindmem.models import Agent, Project, Tenant, User
 from recall.querysets import ConversationQuerySet, MessageQuerySet
 

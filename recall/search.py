@@ -15,7 +15,7 @@ from django.db import connection, transaction
 from django.db.models import F, Q
 from pgvector.django import CosineDistance
 
-from facts.embedding import EmbeddingFailed, require_embedder
+from embeddings.providers import EmbeddingFailed, require_embedder
 from kindmem.access import Readers
 from kindmem.errors import EmbeddingUnavailable
 from recall.models import RECALLABLE_ROLES, Message

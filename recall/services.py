@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from django.db import transaction
 from django.utils import timezone
 
-from facts.embedding import Embedder, EmbeddingFailed, get_embedder
+from embeddings.providers import Embedder, EmbeddingFailed, get_embedder
 from kindmem.access import Principal, readers_for
 from kindmem.errors import EmbeddingUnavailable, Forbidden, ValidationFailed
 from kindmem.holds import assert_not_held

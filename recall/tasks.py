@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from celery import shared_task
 
-from facts.embedding import EmbeddingFailed
+from embeddings.providers import EmbeddingFailed
 from kindmem.row_security import tenant_context
 from recall import services
 

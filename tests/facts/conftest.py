@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from facts.embedding import DIMENSIONS
+from embeddings.providers import DIMENSIONS
 from facts.models import Fact, Revision, Subject
 from facts.services import content_hash
 

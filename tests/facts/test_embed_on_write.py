@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 from django.core.management import CommandError, call_command
 
+from embeddings.providers import EmbeddingFailed, HashingEmbedder
 from facts import services
-from facts.embedding import EmbeddingFailed, HashingEmbedder
 from facts.models import EmbeddingState, Revision
 from facts.tasks import embed_revisions
 from tests import factories

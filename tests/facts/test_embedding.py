@@ -9,9 +9,9 @@ import time
 
 import pytest
 
-from facts.embedders import local
-from facts.embedders.openai_compatible import OpenAICompatibleEmbedder, embeddings_url
-from facts.embedding import (
+from embeddings import local
+from embeddings.openai_compatible import OpenAICompatibleEmbedder, embeddings_url
+from embeddings.providers import (
     DIMENSIONS,
     EmbeddingFailed,
     HashingEmbedder,

@@ -15,8 +15,8 @@ from hypothesis import HealthCheck, given
 from hypothesis import settings as hypothesis_settings
 from hypothesis import strategies as st
 
+from embeddings.providers import HashingEmbedder
 from facts import services
-from facts.embedding import HashingEmbedder
 from facts.fusion import fuse_by_rank
 from facts.models import EmbeddingState, Fact, Revision, Subject
 from facts.search import FactSearch, keyword_leg, semantic_leg

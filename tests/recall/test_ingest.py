@@ -185,7 +185,7 @@ def test_without_an_embedder_messages_are_stored_unembedded(api, run):
 def test_a_failing_embedder_stores_the_message_and_leaves_it_for_embed_messages(
     api, run, monkeypatch, hashing_embedder, django_capture_on_commit_callbacks
 ):
-    from facts.embedding import EmbeddingFailed, HashingEmbedder
+    from embeddings.providers import EmbeddingFailed, HashingEmbedder
     from recall.tasks import embed_messages
 
     def broken(self, texts):

@@ -464,7 +464,7 @@ def test_recall_needs_a_credential(api, world):
 def test_semantic_recall_when_the_embedder_fails_is_unavailable_not_empty(
     api, world, hashing_embedder, history, monkeypatch
 ):
-    from facts.embedding import EmbeddingFailed, HashingEmbedder
+    from embeddings.providers import EmbeddingFailed, HashingEmbedder
 
     def broken(self, texts):
         raise EmbeddingFailed("timeout")

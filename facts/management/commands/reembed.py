@@ -14,7 +14,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from facts.embedding import EmbeddingFailed, get_embedder
+from embeddings.providers import EmbeddingFailed, get_embedder
 from facts.models import Revision
 from facts.services import revisions_embed
 from kindmem.errors import EmbeddingUnavailable

@@ -43,7 +43,7 @@ class Command(BaseCommand):
         # web and worker log in as the app role; this process migrated as the tables' owner
         env = {**os.environ, "KINDMEM_DATABASE_LOGIN": "app"}
         if "KINDMEM_EMBEDDER" not in os.environ:
-            from facts.embedders import local
+            from embeddings import local
 
             if local.is_installed():
                 # The demo searches by meaning when the `local` extra is installed. The demo's

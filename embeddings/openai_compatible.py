@@ -18,7 +18,7 @@ import urllib.request
 from collections.abc import Sequence
 from typing import Any
 
-from facts.embedding import DIMENSIONS, EmbeddingFailed
+from embeddings.providers import DIMENSIONS, EmbeddingFailed
 
 # OpenAI accepts at most 2048 inputs per request; smaller requests also keep each one well
 # inside the timeout on slower self-hosted servers.

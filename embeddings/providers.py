@@ -3,7 +3,8 @@
 Chosen by `KINDMEM_EMBEDDER`: `none` (semantic search then fails loudly with
 `embedding-unavailable`), `local` (all-MiniLM-L6-v2 on CPU), `openai` (any OpenAI-compatible
 `/v1/embeddings` server), or `hashing` (a deterministic stand-in for tests and benchmarks).
-The providers live in `facts/embedders/`; this module is their interface and the one chooser.
+The providers live beside it (`embeddings/local.py`, `embeddings/openai_compatible.py`); this
+module is their interface and the one chooser.
 Every provider yields unit vectors of `DIMENSIONS` floats, the width of the vector columns.
 """
 
@@ -83,7 +84,7 @@ def _configured(
     if name == "hashing":
         return HashingEmbedder()
     if name == "local":
-        from facts.embedders import local
+        from embeddings import local
 
         if not local.is_installed():
             raise EmbeddingUnavailable(
@@ -91,7 +92,7 @@ def _configured(
             )
         return local.LocalEmbedder(threads=threads)
     if name == "openai":
-        from facts.embedders.openai_compatible import OpenAICompatibleEmbedder
+        from embeddings.openai_compatible import OpenAICompatibleEmbedder
 
         if not url or not model:
             raise EmbeddingUnavailable(
@@ -146,7 +147,7 @@ def embedder_health() -> dict[str, Any]:
         return {**report, "ok": True, "model": None, "dimensions": None}
     report.update(model=embedder.model, dimensions=embedder.dimensions)
     if settings.EMBEDDER == "local":
-        from facts.embedders import local
+        from embeddings import local
 
         loaded = local.is_loaded()
         if not loaded and not (local.model_path() / "model.safetensors").is_file():
