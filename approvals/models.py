@@ -11,11 +11,13 @@ import uuid
 
 from django.contrib.postgres.fields import ArrayField
 from django.db import models
-from django.db.models import Q
+from django.db.models import OuterRef, Q
 from django.utils import timezone
 
 from facts.models import Fact, Revision
+from facts.models import Subject as RevisionSubject
 from facts.review_reasons import REASONS, review_text
+from kindmem.holds import held_among, held_condition
 from kindmem.models import Agent, Project, Run, Tenant, User
 from kindmem.subjects import Subject
 
@@ -43,6 +45,20 @@ class ApprovalQuerySet(models.QuerySet["Approval"]):
         return self.filter(
             Q(revision__fact__in=Fact.objects.about(subject))
             | Q(run__in=Run.objects.about(subject))
+        )
+
+    def not_held(self) -> ApprovalQuerySet:
+        """Approvals no erasure in progress holds: not about a held person or conversation by
+        their fact's scope, their revision's subjects or the run that wrote them (what `about`
+        finds for the erasure). A held person's memory waiting for review reads as nothing,
+        and is not there to decide, until the erasure has removed it."""
+        held_subject = held_among(
+            RevisionSubject.objects.filter(revision_id=OuterRef(OuterRef("revision_id")))
+        )
+        return (
+            self.exclude(held_condition("revision__fact__"))
+            .exclude(held_subject)
+            .exclude(held_condition("run__"))
         )
 
     def pending(self) -> ApprovalQuerySet:

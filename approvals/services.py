@@ -135,13 +135,15 @@ def reviewer_label(principal: Principal) -> str:
 
 
 def approval_get(*, principal: Principal, approval_id: uuid.UUID | str) -> Approval:
-    """The tenant's approval, or `not-found` (another tenant's is indistinguishable)."""
+    """The tenant's approval, or `not-found` (another tenant's is indistinguishable, and so is
+    one an erasure in progress holds: `ApprovalQuerySet.not_held`)."""
     try:
         ident = uuid.UUID(str(approval_id))
     except ValueError:
         raise NotFound("No such approval.") from None
     approval = (
         Approval.objects.of_tenant(principal.tenant_id)
+        .not_held()
         .select_related("revision__fact", "agent", "project", "run", "decided_by_user")
         .filter(pk=ident)
         .first()

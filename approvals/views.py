@@ -87,6 +87,7 @@ class ApprovalListView(AuditedView):
         principal = principal_of(request)
         qs = (
             Approval.objects.of_tenant(principal.tenant_id)
+            .not_held()
             .filter(status=data["status"])
             .select_related("revision__fact")
             .prefetch_related("revision__subjects")
