@@ -1,8 +1,13 @@
 """What tests that start real processes (a worker, a web server) share: the test database
-for them, and the Redis they may use."""
+for them, the embedded broker they read, and the Redis they may use."""
 
 from __future__ import annotations
 
+import signal
+import subprocess
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -29,13 +34,27 @@ def redis_or_skip(url: str) -> None:
         pytest.skip(f"no Redis answers at {url}: {exc.__class__.__name__}")
 
 
-def filesystem_broker(data_dir: Path) -> Connection:
-    """A client of the filesystem broker that a worker with KINDMEM_DATA_DIR=`data_dir` reads
-    (its folders made here, before the worker starts)."""
-    folder = data_dir / "broker" / "queue"
-    folder.mkdir(parents=True)
-    (data_dir / "broker" / "processed").mkdir()
-    return Connection(
-        "filesystem://",
-        transport_options={"data_folder_in": str(folder), "data_folder_out": str(folder)},
-    )
+@dataclass
+class Broker:
+    """An embedded broker (kindmem/broker.py) of a test's own: its URL for a worker's
+    CELERY_BROKER_URL, and a client connection to queue on."""
+
+    url: str
+    connection: Connection
+    process: subprocess.Popen[bytes]
+
+
+@contextmanager
+def embedded_broker(data_dir: Path) -> Iterator[Broker]:
+    """A Valkey under `data_dir` for the length of the block, as `kindmem run` starts it."""
+    from kindmem import broker
+
+    process = broker.broker_start(data_dir=data_dir)
+    url = broker.embedded_broker_url(data_dir)
+    connection = Connection(url)
+    try:
+        yield Broker(url=url, connection=connection, process=process)
+    finally:
+        connection.release()
+        process.send_signal(signal.SIGTERM)
+        process.wait(timeout=30)
