@@ -1,10 +1,11 @@
-"""`kindmem run`: migrate, seed the demo, then web + worker + beat until Ctrl-C."""
+"""`kindmem run`: migrate, seed the demo, then web + worker + beat (and the embedded broker)
+under a supervisor until Ctrl-C (kindmem/supervisor.py)."""
 
 from __future__ import annotations
 
+import logging
 import os
 import signal
-import subprocess
 import sys
 import time
 from typing import Any
@@ -13,12 +14,16 @@ from django.conf import settings
 from django.core.management import call_command
 from django.core.management.base import BaseCommand
 
+from kindmem import broker
 from kindmem.demo import demo_seed
 from kindmem.management.commands.seed_demo import format_credentials
+from kindmem.supervisor import Child, Supervisor, die_with_parent, popen_in_own_session
+
+logger = logging.getLogger("kindmem.supervisor")
 
 
 class Command(BaseCommand):
-    help = "Run kindmem on one machine: web (gunicorn), a Celery worker with beat, demo data."
+    help = "Run kindmem on one machine: web (gunicorn), a Celery worker, beat, demo data."
 
     def add_arguments(self, parser: Any) -> None:
         parser.add_argument("--host", default=os.environ.get("KINDMEM_HOST", "127.0.0.1"))
@@ -39,44 +44,16 @@ class Command(BaseCommand):
                 # otherwise load the model only to seed a handful of facts.
                 env["KINDMEM_EMBEDDER"] = settings.EMBEDDER = "local"
                 settings.EMBED_BUDGET_MS = 0
-        creds = None if no_demo else demo_seed()
-        python = sys.executable
-        children = [
-            subprocess.Popen(  # noqa: S603 - fixed argv, no shell
-                [
-                    python,
-                    "-m",
-                    "gunicorn",
-                    "kindmem.wsgi",
-                    "--bind",
-                    f"{host}:{port}",
-                    "--workers",
-                    "2",
-                    "--access-logfile",
-                    "-",
-                ],
-                env=env,
+        supervisor = Supervisor(
+            children=self._children(env, host=host, port=port),
+            state_file=settings.DATA_DIR / "supervisor.json",
+            restore_unacked=(
+                (lambda: broker.broker_restore_unacked(settings.CELERY_BROKER_URL))
+                if self._embedded_broker()
+                else None
             ),
-            subprocess.Popen(  # noqa: S603 - fixed argv, no shell
-                [
-                    python,
-                    "-m",
-                    "celery",
-                    "-A",
-                    "kindmem",
-                    "worker",
-                    "--beat",
-                    "--loglevel",
-                    "INFO",
-                    "--concurrency",
-                    "2",
-                ],
-                env=env,
-            ),
-        ]
-        if creds is not None:
-            self.stdout.write(format_credentials(creds, base_url=f"http://{host}:{port}"))
-        self.stdout.write("Press Ctrl-C to stop.")
+            forget_dead=self._forget_dead if settings.EMBEDDED_DATABASE else None,
+        )
         stopping = False
 
         def stop(*_: Any) -> None:
@@ -86,18 +63,58 @@ class Command(BaseCommand):
         signal.signal(signal.SIGINT, stop)
         signal.signal(signal.SIGTERM, stop)
         try:
-            while not stopping and all(child.poll() is None for child in children):
-                time.sleep(0.5)
+            supervisor.start_all()
+            # seeded after the broker is up: the demo's facts queue their embedding
+            creds = None if no_demo else demo_seed()
+            self.stdout.write("Press Ctrl-C to stop.")
+            if creds is not None:
+                self.stdout.write(format_credentials(creds, base_url=f"http://{host}:{port}"))
+            self.stdout.flush()
+            while not stopping:
+                supervisor.tick()
+                time.sleep(0.2)
         finally:
-            for child in children:
-                if child.poll() is None:
-                    child.send_signal(signal.SIGTERM)
-            for child in children:
-                try:
-                    child.wait(timeout=20)
-                except subprocess.TimeoutExpired:
-                    child.kill()
-        failed = [c.args[2] for c in children if c.returncode not in (0, -signal.SIGTERM, None)]
-        if failed and not stopping:
-            self.stderr.write(f"stopped because {failed} exited")
-            sys.exit(1)
+            logger.warning("stopping: web, beat, worker, broker, then the database")
+            supervisor.stop_all()
+
+    @staticmethod
+    def _embedded_broker() -> bool:
+        return broker.is_embedded_url(settings.CELERY_BROKER_URL)
+
+    @staticmethod
+    def _forget_dead() -> None:
+        from kindmem.embedded_db import forget_dead_handles
+
+        forget_dead_handles(settings.DATA_DIR)
+
+    def _children(self, env: dict[str, str], *, host: str, port: int) -> list[Child]:
+        python = sys.executable
+        children = []
+        if self._embedded_broker():
+            children.append(
+                Child(
+                    name="broker",
+                    start=lambda: broker.broker_start(
+                        data_dir=settings.DATA_DIR,
+                        start_new_session=True,
+                        preexec_fn=die_with_parent,
+                    ),
+                )
+            )
+        web = [python, "-m", "gunicorn", "kindmem.wsgi", "--bind", f"{host}:{port}"]
+        # no control socket: its default path (~/.gunicorn) is shared by every gunicorn of the user
+        web += ["--workers", "2", "--access-logfile", "-", "--no-control-socket"]
+        worker = [python, "-m", "celery", "-A", "kindmem", "worker", "--loglevel", "INFO"]
+        # one worker per broker here: nothing to synchronise with (mingle) or gossip to
+        worker += ["--concurrency", "2", "--without-mingle", "--without-gossip"]
+        beat = [python, "-m", "celery", "-A", "kindmem", "beat", "--loglevel", "INFO"]
+        children += [
+            Child(name="web", start=lambda: popen_in_own_session(web, env)),
+            Child(
+                name="worker",
+                start=lambda: popen_in_own_session(worker, env),
+                kill_group_on_death=True,
+            ),
+            Child(name="beat", start=lambda: popen_in_own_session(beat, env)),
+        ]
+        return children
