@@ -18,12 +18,15 @@ The server is a child of `kindmem run`, which restarts it if it dies (kindmem/su
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import subprocess
 import tempfile
 import time
 from pathlib import Path
 from urllib.parse import unquote, urlparse
+
+from kombu.transport import TRANSPORT_ALIASES
 
 # The longest path a Unix socket may have on Linux is 107 bytes (sun_path is 108 with the NUL).
 _MAX_SOCKET_PATH = 100
@@ -43,12 +46,21 @@ def socket_path(data_dir: Path) -> Path:
     return Path(tempfile.gettempdir()) / f"kindmem-broker-{digest}.sock"
 
 
+# The embedded broker's URL scheme: Kombu's Redis transport over a Unix socket, with the window
+# between taking a message and recording it as unacknowledged closed (kindmem/broker_transport.py).
+SCHEME = "kindmem+socket://"
+TRANSPORT_ALIASES.setdefault("kindmem", "kindmem.broker_transport:Transport")
+# Options of every connection to the embedded broker: one list per queue (no priorities, which
+# kindmem does not use), so that a worker takes its messages with one atomic BLMOVE.
+TRANSPORT_OPTIONS: dict[str, object] = {"priority_steps": [0]}
+
+
 def embedded_broker_url(data_dir: Path) -> str:
-    return f"redis+socket://{socket_path(data_dir)}"
+    return f"{SCHEME}{socket_path(data_dir)}"
 
 
 def is_embedded_url(url: str) -> bool:
-    return url.startswith("redis+socket://")
+    return url.startswith(SCHEME)
 
 
 def server_binary() -> Path:
@@ -131,16 +143,35 @@ def broker_start(*, data_dir: Path, **popen: object) -> subprocess.Popen[bytes]:
 
 def broker_restore_unacked(url: str) -> int:
     """Deliver again every message taken but not acknowledged: only for a broker whose one
-    consumer has just died (the embedded broker under `kindmem run`), where every unacked
-    message is the dead worker's. Elsewhere the visibility timeout does this, later.
+    consumer has just died (the embedded broker under `kindmem run`), where every message in
+    flight or unacked is the dead worker's. Elsewhere the visibility timeout does this, later.
 
     Returns how many messages were put back."""
     from kombu import Connection
 
-    with Connection(url, transport_options={"visibility_timeout": 0}) as conn:
+    from kindmem.broker_transport import INFLIGHT_KEY
+
+    options = {**TRANSPORT_OPTIONS, "visibility_timeout": 0}
+    restored = 0
+    with Connection(url, transport_options=options) as conn:
         channel = conn.default_channel
-        pending = channel.client.zcard(channel.unacked_index_key)
+        client = channel.client
+        # taken (BLMOVE) but not yet recorded as unacked: back to the queue it came from,
+        # unless the unacked hash has it too (it is restored from there just below)
+        while (raw := client.lindex(INFLIGHT_KEY, -1)) is not None:
+            message = json.loads(raw)
+            tag = message["properties"]["delivery_tag"]
+            with client.pipeline() as pipe:
+                if not client.hexists(channel.unacked_key, tag):
+                    info = message["properties"]["delivery_info"]
+                    channel._do_restore_message(
+                        message, info["exchange"], info["routing_key"], pipe
+                    )
+                    restored += 1
+                pipe.lrem(INFLIGHT_KEY, 1, raw)
+                pipe.execute()
+        pending = client.zcard(channel.unacked_index_key)
         if pending:
             # num=None: every message, interval=1: no throttling of the scan
             channel.qos.restore_visible(num=None, interval=1)
-        return int(pending)
+        return restored + int(pending)

@@ -13,7 +13,8 @@ from pathlib import Path
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
-from kindmem.broker import embedded_broker_url
+from kindmem.broker import TRANSPORT_OPTIONS as EMBEDDED_TRANSPORT_OPTIONS
+from kindmem.broker import embedded_broker_url, is_embedded_url
 from kindmem.embedded_db import embedded_data_dir, ensure_embedded_database
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -312,6 +313,9 @@ if BROKER_VISIBILITY_TIMEOUT <= CELERY_TASK_TIME_LIMIT + 600:
 CELERY_BROKER_TRANSPORT_OPTIONS: dict[str, object] = {
     "visibility_timeout": BROKER_VISIBILITY_TIMEOUT
 }
+if is_embedded_url(CELERY_BROKER_URL):
+    # one list per queue, taken atomically into an in-flight list (kindmem/broker_transport.py)
+    CELERY_BROKER_TRANSPORT_OPTIONS.update(EMBEDDED_TRANSPORT_OPTIONS)
 # If the broker connection drops, running acks-late tasks cannot be acknowledged on it any more
 # and will be delivered again: stop them rather than run them twice at once (Celery 6's default).
 CELERY_WORKER_CANCEL_LONG_RUNNING_TASKS_ON_CONNECTION_LOSS = True

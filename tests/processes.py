@@ -49,12 +49,13 @@ def embedded_broker(data_dir: Path) -> Iterator[Broker]:
     """A Valkey under `data_dir` for the length of the block, as `kindmem run` starts it."""
     from kindmem import broker
 
-    process = broker.broker_start(data_dir=data_dir)
     url = broker.embedded_broker_url(data_dir)
-    connection = Connection(url)
+    started = Broker(
+        url=url, connection=Connection(url), process=broker.broker_start(data_dir=data_dir)
+    )
     try:
-        yield Broker(url=url, connection=connection, process=process)
+        yield started
     finally:
-        connection.release()
-        process.send_signal(signal.SIGTERM)
-        process.wait(timeout=30)
+        started.connection.release()
+        started.process.send_signal(signal.SIGTERM)  # the one running now (a test may restart it)
+        started.process.wait(timeout=30)
