@@ -2,9 +2,10 @@
 `kindmem run` starts when CELERY_BROKER_URL is not set.
 
 Why this one (the measurements are in bench/README.md, "broker_throughput.py"): Celery then
-speaks the same Redis transport as in production, with its acknowledgement emulation: a message
-a worker has taken stays in the broker (the `unacked` hash) until the worker acknowledges it,
-so a killed worker's messages are delivered again. Kombu's filesystem transport let a reader
+speaks the Redis transport of production, with its acknowledgement emulation: a message a
+worker has taken stays in the broker (the `unacked` hash) until the worker acknowledges it, so a
+killed worker's messages are delivered again; kindmem/broker_transport.py closes the one window
+where a kill could still lose one. Kombu's filesystem transport let a reader
 parse a half-written file (the JSONDecodeError that stopped `make run`) and forgets a message
 once read; its SQLAlchemy transport marks a message invisible on read and never restores it
 after a SIGKILL. The server listens on a Unix socket only (no TCP port: nothing else on the

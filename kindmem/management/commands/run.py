@@ -8,6 +8,7 @@ import os
 import signal
 import sys
 import time
+from collections.abc import Callable
 from typing import Any
 
 from django.conf import settings
@@ -66,9 +67,11 @@ class Command(BaseCommand):
             supervisor.start_all()
             # seeded after the broker is up: the demo's facts queue their embedding
             creds = None if no_demo else demo_seed()
-            self.stdout.write("Press Ctrl-C to stop.")
+            # the credentials come last, after what the children print when they start
+            _wait_for_web(host, port, lambda: stopping)
             if creds is not None:
                 self.stdout.write(format_credentials(creds, base_url=f"http://{host}:{port}"))
+            self.stdout.write("Press Ctrl-C to stop.")
             self.stdout.flush()
             while not stopping:
                 supervisor.tick()
@@ -104,10 +107,14 @@ class Command(BaseCommand):
         web = [python, "-m", "gunicorn", "kindmem.wsgi", "--bind", f"{host}:{port}"]
         # no control socket: its default path (~/.gunicorn) is shared by every gunicorn of the user
         web += ["--workers", "2", "--access-logfile", "-", "--no-control-socket"]
-        worker = [python, "-m", "celery", "-A", "kindmem", "worker", "--loglevel", "INFO"]
+        # Warnings and errors only (LOG_LEVEL=INFO shows every task), and no banners: the
+        # console stays readable, with the credentials block in sight.
+        level = os.environ.get("LOG_LEVEL") or "WARNING"
+        celery = [python, "-m", "celery", "-A", "kindmem", "--quiet"]
+        worker = [*celery, "worker", "--loglevel", level, "--concurrency", "2"]
         # one worker per broker here: nothing to synchronise with (mingle) or gossip to
-        worker += ["--concurrency", "2", "--without-mingle", "--without-gossip"]
-        beat = [python, "-m", "celery", "-A", "kindmem", "beat", "--loglevel", "INFO"]
+        worker += ["--without-mingle", "--without-gossip"]
+        beat = [*celery, "beat", "--loglevel", level]
         children += [
             Child(name="web", start=lambda: popen_in_own_session(web, env)),
             Child(
@@ -118,3 +125,21 @@ class Command(BaseCommand):
             Child(name="beat", start=lambda: popen_in_own_session(beat, env)),
         ]
         return children
+
+
+def _wait_for_web(host: str, port: int, stopping: Callable[[], bool]) -> None:
+    """Until the web answers (60 s at most: past that, the supervisor's log says why)."""
+    from urllib.error import URLError
+    from urllib.request import urlopen
+
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not stopping():
+        try:
+            with urlopen(f"http://{host}:{port}/healthz", timeout=2):
+                return
+        except URLError as error:
+            if getattr(error, "code", None):  # an HTTP answer (503 too) is an answer
+                return
+        except OSError:
+            pass
+        time.sleep(0.2)
