@@ -64,6 +64,7 @@ class Candidate:
             self.options = {
                 "data_folder_in": str(folder),
                 "data_folder_out": str(folder),
+                "control_folder": str(tmp / "control"),  # else ./control, in the checkout
                 "polling_interval": 0.1,
             }
         elif name == "sqlalchemy":
