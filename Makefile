@@ -5,7 +5,11 @@ BIN := $(VENV)/bin
 
 .PHONY: run test lint browser
 
+# kindmem needs Python 3.11 or newer: `make run PYTHON=python3.12` picks another than python3.
 $(BIN)/activate:
+	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' || { \
+	  echo "kindmem needs Python 3.11 or newer; $(PYTHON) is $$($(PYTHON) -V 2>&1)." \
+	       "Choose one with: make run PYTHON=python3.11"; exit 1; }
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 

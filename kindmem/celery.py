@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 
 from celery import Celery
-from celery.signals import worker_init
+from celery.signals import worker_init, worker_ready
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "kindmem.settings")
 
@@ -20,3 +20,12 @@ def refuse_a_database_that_is_not_durable(**_: object) -> None:
 
     assert_durable_database()
     assert_confined_login()
+
+
+@worker_ready.connect
+def queue_a_heartbeat(**_: object) -> None:
+    """A first heartbeat as soon as the worker takes tasks, through the broker like beat's: a
+    fresh or restarted worker shows in /healthz at once, not one beat interval later."""
+    from kindmem.tasks import record_heartbeat
+
+    record_heartbeat.delay()

@@ -12,3 +12,7 @@ def main() -> int:
 
     execute_from_command_line(sys.argv)
     return 0
+
+
+if __name__ == "__main__":  # `python -m kindmem.cli run`, where the console script is not on PATH
+    sys.exit(main())

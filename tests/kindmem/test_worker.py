@@ -15,7 +15,7 @@ from kombu import Connection
 
 from kindmem.models import WorkerHeartbeat
 from kindmem.tasks import record_heartbeat
-from tests.processes import database_env, filesystem_broker, redis_or_skip
+from tests.processes import database_env, redis_or_skip
 
 REDIS_URL = os.environ.get("KINDMEM_TEST_REDIS_URL", "")
 
@@ -67,10 +67,9 @@ def _round_trip(broker: Connection, worker: subprocess.Popen[bytes]) -> None:
 
 
 @pytest.mark.django_db(transaction=True)
-def test_a_real_worker_runs_a_task_from_the_embedded_filesystem_broker(tmp_path):
-    broker = filesystem_broker(tmp_path)
-    worker = _start_worker(tmp_path, "filesystem://")
-    _round_trip(broker, worker)
+def test_a_real_worker_runs_a_task_from_the_embedded_broker(tmp_path, worker_broker):
+    worker = _start_worker(tmp_path, worker_broker.url)
+    _round_trip(worker_broker.connection, worker)
 
 
 @pytest.mark.redis

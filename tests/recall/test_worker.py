@@ -12,12 +12,11 @@ from recall.models import Message
 from recall.tasks import embed_messages
 from tests import factories
 from tests.kindmem.test_worker import _start_worker
-from tests.processes import filesystem_broker
 from tests.recall.conftest import conversation_create
 
 
 @pytest.mark.django_db(transaction=True)
-def test_a_real_worker_embeds_pending_messages(tmp_path, monkeypatch):
+def test_a_real_worker_embeds_pending_messages(tmp_path, monkeypatch, worker_broker):
     # given messages stored while this process had no embedder
     tenant = factories.tenant_create()
     project = factories.project_create(tenant)
@@ -27,13 +26,12 @@ def test_a_real_worker_embeds_pending_messages(tmp_path, monkeypatch):
     conversation_create(world, "c1", ("user", "hello"), ("tool", "{}"), participant_id="p")
     ids = list(Message.objects.order_by("sequence").values_list("id", flat=True))
     # and a worker whose embedder is configured
-    broker = filesystem_broker(tmp_path)
     monkeypatch.setenv("KINDMEM_EMBEDDER", "hashing")
-    worker = _start_worker(tmp_path, "filesystem://")
+    worker = _start_worker(tmp_path, worker_broker.url)
     try:
         # when the task is queued
         embed_messages.apply_async(
-            args=[ids], kwargs={"tenant_id": str(tenant.id)}, connection=broker
+            args=[ids], kwargs={"tenant_id": str(tenant.id)}, connection=worker_broker.connection
         )
         # then the worker embeds the user's message, never the tool's
         deadline = time.monotonic() + 60

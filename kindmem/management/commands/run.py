@@ -1,26 +1,32 @@
-"""`kindmem run`: migrate, seed the demo, then web + worker + beat until Ctrl-C."""
+"""`kindmem run`: migrate, seed the demo, then web + worker + beat (and the embedded broker)
+under a supervisor until Ctrl-C (kindmem/supervisor.py)."""
 
 from __future__ import annotations
 
+import logging
 import os
 import signal
-import subprocess
 import sys
 import time
+from collections.abc import Callable
 from typing import Any
 
 from django.conf import settings
 from django.core.management import call_command
 from django.core.management.base import BaseCommand
 
+from kindmem import broker
 from kindmem.demo import demo_seed
 from kindmem.management.commands.seed_demo import format_credentials
+from kindmem.supervisor import Child, Supervisor, die_with_parent, popen_in_own_session
+
+logger = logging.getLogger("kindmem.supervisor")
 
 
 class Command(BaseCommand):
     help = (
         "Run kindmem on one machine: web (gunicorn), the MCP server (uvicorn, kindmem.asgi),"
-        " a Celery worker with beat, demo data."
+        " a Celery worker, beat, demo data."
     )
 
     def add_arguments(self, parser: Any) -> None:
@@ -51,65 +57,16 @@ class Command(BaseCommand):
                 # otherwise load the model only to seed a handful of facts.
                 env["KINDMEM_EMBEDDER"] = settings.EMBEDDER = "local"
                 settings.EMBED_BUDGET_MS = 0
-        creds = None if no_demo else demo_seed()
-        python = sys.executable
-        children = [
-            subprocess.Popen(  # noqa: S603 - fixed argv, no shell
-                [
-                    python,
-                    "-m",
-                    "gunicorn",
-                    "-c",
-                    "python:kindmem.gunicorn_conf",
-                    "kindmem.wsgi",
-                    "--bind",
-                    f"{host}:{port}",
-                    "--workers",
-                    "2",
-                    "--access-logfile",
-                    "-",
-                ],
-                env=env,
+        supervisor = Supervisor(
+            children=self._children(env, host=host, port=port, mcp_port=mcp_port),
+            state_file=settings.DATA_DIR / "supervisor.json",
+            restore_unacked=(
+                (lambda: broker.broker_restore_unacked(settings.CELERY_BROKER_URL))
+                if self._embedded_broker()
+                else None
             ),
-            # The ASGI app (kindmem/asgi.py): the MCP server at /mcp, beside the same Django app.
-            # gunicorn keeps serving the API: its own refusals (limits, malformed requests) are
-            # written in kindmem's error shape (kindmem/gunicorn_conf.py), uvicorn's are not.
-            subprocess.Popen(  # noqa: S603 - fixed argv, no shell
-                [
-                    python,
-                    "-m",
-                    "uvicorn",
-                    "kindmem.asgi:application",
-                    "--host",
-                    host,
-                    "--port",
-                    str(mcp_port),
-                    "--workers",
-                    "2",
-                ],
-                env=env,
-            ),
-            subprocess.Popen(  # noqa: S603 - fixed argv, no shell
-                [
-                    python,
-                    "-m",
-                    "celery",
-                    "-A",
-                    "kindmem",
-                    "worker",
-                    "--beat",
-                    "--loglevel",
-                    "INFO",
-                    "--concurrency",
-                    "2",
-                ],
-                env=env,
-            ),
-        ]
-        if creds is not None:
-            self.stdout.write(format_credentials(creds, base_url=f"http://{host}:{port}"))
-        self.stdout.write(f"MCP server: http://{host}:{mcp_port}/mcp (Authorization: Bearer <key>)")
-        self.stdout.write("Press Ctrl-C to stop.")
+            forget_dead=self._forget_dead if settings.EMBEDDED_DATABASE else None,
+        )
         stopping = False
 
         def stop(*_: Any) -> None:
@@ -119,18 +76,92 @@ class Command(BaseCommand):
         signal.signal(signal.SIGINT, stop)
         signal.signal(signal.SIGTERM, stop)
         try:
-            while not stopping and all(child.poll() is None for child in children):
-                time.sleep(0.5)
+            supervisor.start_all()
+            # seeded after the broker is up: the demo's facts queue their embedding
+            creds = None if no_demo else demo_seed()
+            # the credentials come last, after what the children print when they start
+            _wait_for_web(host, port, lambda: stopping)
+            if creds is not None:
+                self.stdout.write(format_credentials(creds, base_url=f"http://{host}:{port}"))
+            self.stdout.write(
+                f"MCP server: http://{host}:{mcp_port}/mcp (Authorization: Bearer <key>)"
+            )
+            self.stdout.write("Press Ctrl-C to stop.")
+            self.stdout.flush()
+            while not stopping:
+                supervisor.tick()
+                time.sleep(0.2)
         finally:
-            for child in children:
-                if child.poll() is None:
-                    child.send_signal(signal.SIGTERM)
-            for child in children:
-                try:
-                    child.wait(timeout=20)
-                except subprocess.TimeoutExpired:
-                    child.kill()
-        failed = [c.args[2] for c in children if c.returncode not in (0, -signal.SIGTERM, None)]
-        if failed and not stopping:
-            self.stderr.write(f"stopped because {failed} exited")
-            sys.exit(1)
+            logger.warning("stopping: web, beat, worker, broker, then the database")
+            supervisor.stop_all()
+
+    @staticmethod
+    def _embedded_broker() -> bool:
+        return broker.is_embedded_url(settings.CELERY_BROKER_URL)
+
+    @staticmethod
+    def _forget_dead() -> None:
+        from kindmem.embedded_db import forget_dead_handles
+
+        forget_dead_handles(settings.DATA_DIR)
+
+    def _children(self, env: dict[str, str], *, host: str, port: int, mcp_port: int) -> list[Child]:
+        python = sys.executable
+        children = []
+        if self._embedded_broker():
+            children.append(
+                Child(
+                    name="broker",
+                    start=lambda: broker.broker_start(
+                        data_dir=settings.DATA_DIR,
+                        start_new_session=True,
+                        preexec_fn=die_with_parent,
+                    ),
+                )
+            )
+        # gunicorn's own refusals (limits, malformed requests) in kindmem's error shape
+        web = [python, "-m", "gunicorn", "-c", "python:kindmem.gunicorn_conf", "kindmem.wsgi"]
+        web += ["--bind", f"{host}:{port}"]
+        # no control socket: its default path (~/.gunicorn) is shared by every gunicorn of the user
+        web += ["--workers", "2", "--access-logfile", "-", "--no-control-socket"]
+        # Warnings and errors only (LOG_LEVEL=INFO shows every task), and no banners: the
+        # console stays readable, with the credentials block in sight.
+        level = os.environ.get("LOG_LEVEL") or "WARNING"
+        celery = [python, "-m", "celery", "-A", "kindmem", "--quiet"]
+        worker = [*celery, "worker", "--loglevel", level, "--concurrency", "2"]
+        # one worker per broker here: nothing to synchronise with (mingle) or gossip to
+        worker += ["--without-mingle", "--without-gossip"]
+        beat = [*celery, "beat", "--loglevel", level]
+        # The ASGI app (kindmem/asgi.py): the MCP server at /mcp, beside the same Django app.
+        # gunicorn keeps serving the API: uvicorn's own refusals are not in the error shape.
+        mcp = [python, "-m", "uvicorn", "kindmem.asgi:application", "--host", host]
+        mcp += ["--port", str(mcp_port), "--workers", "2"]
+        children += [
+            Child(name="web", start=lambda: popen_in_own_session(web, env)),
+            Child(name="mcp", start=lambda: popen_in_own_session(mcp, env)),
+            Child(
+                name="worker",
+                start=lambda: popen_in_own_session(worker, env),
+                kill_group_on_death=True,
+            ),
+            Child(name="beat", start=lambda: popen_in_own_session(beat, env)),
+        ]
+        return children
+
+
+def _wait_for_web(host: str, port: int, stopping: Callable[[], bool]) -> None:
+    """Until the web answers (60 s at most: past that, the supervisor's log says why)."""
+    from urllib.error import URLError
+    from urllib.request import urlopen
+
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not stopping():
+        try:
+            with urlopen(f"http://{host}:{port}/healthz", timeout=2):
+                return
+        except URLError as error:
+            if getattr(error, "code", None):  # an HTTP answer (503 too) is an answer
+                return
+        except OSError:
+            pass
+        time.sleep(0.2)
