@@ -125,7 +125,10 @@ def other_world(db: None) -> World:
 CHROMIUM = os.environ.get("KINDMEM_CHROMIUM", "/usr/bin/chromium")
 
 
-@pytest.fixture(scope="session")
+# Per module, not per session: Playwright's sync API leaves its event loop marked running in
+# this thread while it is open, and every later test that runs async code here (async_to_sync,
+# the MCP and async client tests) would then fail.
+@pytest.fixture(scope="module")
 def browser() -> Iterator[Browser]:
     """Headless Chromium (Debian's package) driven by Playwright, for the console's tests."""
     from playwright.sync_api import sync_playwright
