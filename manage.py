@@ -1,7 +1,7 @@
 #!/usr/bin/env python
 import sys
 
-from kindmem.cli import main
+from config.cli import main
 
 if __name__ == "__main__":
     sys.exit(main())

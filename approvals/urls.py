@@ -4,7 +4,7 @@ from django.urls import URLPattern, path
 
 from approvals import views
 
-# This app's /v1 routes (included by kindmem/urls.py under /v1/).
+# This app's /v1 routes (included by config/urls.py under /v1/).
 urlpatterns: list[URLPattern] = [
     path("remember", views.RememberView.as_view(), name="remember"),
     path("approvals", views.ApprovalListView.as_view(), name="approvals"),

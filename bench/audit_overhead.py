@@ -20,7 +20,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "kindmem.settings")
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 
 import django  # noqa: E402
 
@@ -101,7 +101,7 @@ def main() -> None:
         results: dict[str, list[float]] = {"on": [], "off": []}
         walls: dict[str, float] = {"on": 0.0, "off": 0.0}
         run_round(client, headers, calls, 50)  # warm up
-        # As kindmem.wsgi does once a web worker has loaded: what exists now is never garbage,
+        # As config.wsgi does once a web worker has loaded: what exists now is never garbage,
         # so the collector's full passes stop rescanning it (they were 100-300 ms pauses that
         # landed on whichever mode allocated more).
         gc.collect()

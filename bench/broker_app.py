@@ -1,6 +1,6 @@
 """The Celery app the broker benchmark's workers run (bench/broker_throughput.py): no Django,
 only the broker under test (BENCH_BROKER_URL, BENCH_TRANSPORT_OPTIONS as JSON) and kindmem's
-delivery settings (kindmem/settings.py: acks late, reject on worker lost, prefetch 1, JSON)."""
+delivery settings (config/settings.py: acks late, reject on worker lost, prefetch 1, JSON)."""
 
 from __future__ import annotations
 
@@ -15,8 +15,8 @@ from celery.signals import worker_init
 
 # the `kindmem+socket` transport of the embedded broker; importing kindmem also loads its Celery
 # app, whose start-up check (a durable database) and Django settings this app does without
-import kindmem.broker  # noqa: F401
-from kindmem.celery import refuse_a_database_that_is_not_durable
+import config.broker  # noqa: F401
+from config.celery import refuse_a_database_that_is_not_durable
 
 worker_init.disconnect(refuse_a_database_that_is_not_durable)
 os.environ.pop("DJANGO_SETTINGS_MODULE", None)

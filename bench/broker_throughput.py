@@ -4,9 +4,9 @@
 - `filesystem`: Kombu's filesystem transport (the old default), polling every 0.1 s;
 - `sqlalchemy`: Kombu's SQLAlchemy transport on the embedded PostgreSQL (its own database),
   polling every 0.1 s;
-- `valkey-brpop`: the embedded Valkey of kindmem/broker.py (Unix socket, AOF fsynced per
+- `valkey-brpop`: the embedded Valkey of config/broker.py (Unix socket, AOF fsynced per
   write) through Kombu's own Redis transport, which takes a message with BRPOP;
-- `valkey`: the same server through kindmem/broker_transport.py, which takes it with BLMOVE
+- `valkey`: the same server through config/broker_transport.py, which takes it with BLMOVE
   into an in-flight list (what `kindmem run` uses);
 - `valkey-everysec`: that, with the AOF fsynced once a second.
 
@@ -42,8 +42,8 @@ sys.path.insert(0, str(ROOT))
 from kombu import Connection  # noqa: E402
 
 from bench.broker_app import touch  # noqa: E402
-from kindmem import broker  # noqa: E402
-from kindmem.embedded_db import embedded_data_dir, ensure_embedded_database  # noqa: E402
+from config import broker  # noqa: E402
+from config.embedded_db import embedded_data_dir, ensure_embedded_database  # noqa: E402
 
 KILL_TASK_MS = int(os.environ.get("BENCH_KILL_TASK_MS", "100"))
 TRANSPORTS = ("filesystem", "sqlalchemy", "valkey-brpop", "valkey", "valkey-everysec")

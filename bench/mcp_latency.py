@@ -2,7 +2,7 @@
 
     .venv/bin/python bench/mcp_latency.py [--facts 500] [--calls 100] [--rounds 3]
 
-Starts kindmem's ASGI app (kindmem/asgi.py) under uvicorn on a throwaway test database of the
+Starts kindmem's ASGI app (config/asgi.py) under uvicorn on a throwaway test database of the
 embedded PostgreSQL (created and dropped by the script), and times, as one run token, each
 operation through the MCP SDK's own client (streamable HTTP, one tool call per request) and
 through plain HTTP to its REST route on the same server, alternating rounds so the machine's
@@ -22,7 +22,7 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "kindmem.settings")
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 
 import django  # noqa: E402
 

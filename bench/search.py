@@ -41,7 +41,7 @@ from contextlib import nullcontext
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "kindmem.settings")
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 
 import django
 
@@ -53,10 +53,10 @@ from django.db import connection, transaction  # noqa: E402
 
 from bench.search_corpus import Row, generate  # noqa: E402
 from bench.search_vectors import corpus_vectors  # noqa: E402
+from config.embedded_db import process_database_env  # noqa: E402
 from facts.models import Fact  # noqa: E402
 from facts.search import FactSearch, fact_search_embedded, searchable  # noqa: E402
 from kindmem.access import Principal, readers_for  # noqa: E402
-from kindmem.embedded_db import process_database_env  # noqa: E402
 from kindmem.models import ApiKey, Project, Tenant  # noqa: E402
 from kindmem.row_security import tenant_context  # noqa: E402
 
@@ -337,7 +337,7 @@ def start_server(port: int, embedder: str) -> subprocess.Popen[bytes]:
             sys.executable,
             "-m",
             "gunicorn",
-            "kindmem.wsgi",
+            "config.wsgi",
             "--bind",
             f"127.0.0.1:{port}",
             "--workers",

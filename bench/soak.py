@@ -178,7 +178,7 @@ def embedded_count(data_dir: Path, ids: list[str]) -> tuple[int, int]:
     """How many of `ids` exist, and how many of them are embedded (as the tables' owner)."""
     import psycopg
 
-    from kindmem.embedded_db import ensure_embedded_database
+    from config.embedded_db import ensure_embedded_database
 
     params = ensure_embedded_database(data_dir)
     with psycopg.connect(**params) as conn:
@@ -222,7 +222,7 @@ def main() -> None:
     log = log_path.open("wb")
     started = time.monotonic()
     run = subprocess.Popen(
-        [sys.executable, "-m", "kindmem.cli", "run"],
+        [sys.executable, "-m", "config.cli", "run"],
         env=env,
         stdout=subprocess.PIPE,
         stderr=log,

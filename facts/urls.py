@@ -4,7 +4,7 @@ from django.urls import URLPattern, path
 
 from facts import search_views, views
 
-# This app's /v1 routes (included by kindmem/urls.py under /v1/).
+# This app's /v1 routes (included by config/urls.py under /v1/).
 urlpatterns: list[URLPattern] = [
     path("facts", views.FactListView.as_view(), name="facts"),
     path("facts/search", search_views.FactSearchView.as_view(), name="facts-search"),

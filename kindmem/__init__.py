@@ -1,3 +1,2 @@
-from kindmem.celery import app as celery_app
-
-__all__ = ["celery_app"]
+"""The base app: tenancy and credentials, readers and the guards compiled to SQL, erasure
+holds, subjects, threads and the API plumbing. It imports no other app."""

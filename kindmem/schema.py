@@ -32,7 +32,7 @@ COMMON_ERRORS = {
     "503": "embedding-unavailable",
 }
 # Any operation at all, the schema's own included: gunicorn refuses these before kindmem sees
-# the request, in the same shape (kindmem/gunicorn_conf.py has the limits).
+# the request, in the same shape (config/gunicorn_conf.py has the limits).
 SERVER_ERRORS = {
     "414": "uri-too-long: the request line is over the web server's limit",
     "431": "headers-too-large: a header, or the number of headers, is over the limit",

@@ -1,46 +1,10 @@
 from __future__ import annotations
 
-from django.contrib import admin
-from django.urls import include, path
-from django.views.generic import RedirectView
-from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+from django.urls import path
 
 from kindmem import views
 
-handler400 = "kindmem.errors.json_bad_request"
-handler404 = "kindmem.errors.json_not_found"
-handler500 = "kindmem.errors.json_server_error"
-
-api_v1 = [
+urlpatterns = [
     path("me", views.WhoAmIView.as_view(), name="whoami"),
     path("runs", views.RunListView.as_view(), name="runs"),
-    path(
-        "schema",
-        SpectacularAPIView.as_view(permission_classes=[], authentication_classes=[]),
-        name="schema",
-    ),
-    path(
-        "docs",
-        SpectacularSwaggerView.as_view(
-            url_name="schema", permission_classes=[], authentication_classes=[]
-        ),
-        name="docs",
-    ),
-]
-
-APP_ROUTES = [
-    "facts.urls",
-    "recall.urls",
-    "runlog.urls",
-    "approvals.urls",
-    "privacy.urls",
-    "audit.urls",
-]
-
-urlpatterns = [
-    *(path("v1/", include(module)) for module in APP_ROUTES),
-    path("healthz", views.healthz, name="healthz"),
-    path("v1/", include(api_v1)),
-    path("console/", admin.site.urls),
-    path("", RedirectView.as_view(url="/console/", permanent=False)),
 ]

@@ -4,7 +4,7 @@ from django.urls import URLPattern, path
 
 from privacy import views
 
-# This app's /v1 routes (included by kindmem/urls.py under /v1/).
+# This app's /v1 routes (included by config/urls.py under /v1/).
 urlpatterns: list[URLPattern] = [
     path("erasures", views.ErasureListView.as_view(), name="erasures"),
     path("erasures/<str:erasure_id>", views.ErasureDetailView.as_view(), name="erasure"),

@@ -42,7 +42,7 @@ def pytest_configure(config: pytest.Config) -> None:
 def _default_broker() -> Iterator[None]:
     """The broker this test process queues on when a test's transaction commits (the embedded
     default, as under `kindmem run`), unless CELERY_BROKER_URL names another or one answers."""
-    from kindmem import broker
+    from config import broker
 
     if not broker.is_embedded_url(settings.CELERY_BROKER_URL) or broker.answers(
         settings.CELERY_BROKER_URL

@@ -20,7 +20,7 @@ from django.conf import settings
 from django.db import connection
 from kombu import Connection
 
-from kindmem.embedded_db import process_database_env
+from config.embedded_db import process_database_env
 
 
 def database_env() -> dict[str, str]:
@@ -41,7 +41,7 @@ def redis_or_skip(url: str) -> None:
 
 @dataclass
 class Broker:
-    """An embedded broker (kindmem/broker.py) of a test's own: its URL for a worker's
+    """An embedded broker (config/broker.py) of a test's own: its URL for a worker's
     CELERY_BROKER_URL, and a client connection to queue on."""
 
     url: str
@@ -52,7 +52,7 @@ class Broker:
 @contextmanager
 def embedded_broker(data_dir: Path) -> Iterator[Broker]:
     """A Valkey under `data_dir` for the length of the block, as `kindmem run` starts it."""
-    from kindmem import broker
+    from config import broker
 
     url = broker.embedded_broker_url(data_dir)
     started = Broker(
@@ -91,7 +91,7 @@ def wait_until_serving(server: subprocess.Popen[bytes], port: int) -> None:
 
 @contextmanager
 def asgi_server(env: dict[str, str] | None = None) -> Iterator[str]:
-    """kindmem's ASGI app (Django and the MCP server, kindmem/asgi.py) under uvicorn, as
+    """kindmem's ASGI app (Django and the MCP server, config/asgi.py) under uvicorn, as
     `kindmem run` starts it, on the test database and a free port: yields its base URL."""
     port = free_port()
     server = subprocess.Popen(
@@ -99,7 +99,7 @@ def asgi_server(env: dict[str, str] | None = None) -> Iterator[str]:
             sys.executable,
             "-m",
             "uvicorn",
-            "kindmem.asgi:application",
+            "config.asgi:application",
             "--host",
             "127.0.0.1",
             "--port",
@@ -120,7 +120,7 @@ def asgi_server(env: dict[str, str] | None = None) -> Iterator[str]:
 
 @contextmanager
 def web_server(*args: str, env: dict[str, str] | None = None) -> Iterator[str]:
-    """kindmem's web process as production starts it (gunicorn with kindmem/gunicorn_conf.py),
+    """kindmem's web process as production starts it (gunicorn with config/gunicorn_conf.py),
     on the test database and a free port, until the block ends: yields its base URL. Call it
     where the test database may be reached (a django_db test, or django_db_blocker.unblock()).
     """
@@ -131,8 +131,8 @@ def web_server(*args: str, env: dict[str, str] | None = None) -> Iterator[str]:
             "-m",
             "gunicorn",
             "-c",
-            "python:kindmem.gunicorn_conf",
-            "kindmem.wsgi",
+            "python:config.gunicorn_conf",
+            "config.wsgi",
             "--bind",
             f"127.0.0.1:{port}",
             "--workers",

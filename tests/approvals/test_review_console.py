@@ -154,7 +154,7 @@ def test_staff_without_the_reviewer_role_cannot_decide(api, world, agent_run):
 
 
 def test_the_demo_tenant_has_memories_waiting_for_its_reviewer_once(db):
-    from kindmem.demo import demo_seed
+    from config.demo import demo_seed
 
     demo_seed()
     creds = demo_seed()

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from kindmem.demo import demo_seed
+from config.demo import demo_seed
 from tests.conftest import console_login
 
 

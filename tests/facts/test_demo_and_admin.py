@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from config.demo import demo_seed
 from facts.models import Fact, Link, Revision
-from kindmem.demo import demo_seed
 from kindmem.models import User
 
 pytestmark = pytest.mark.django_db

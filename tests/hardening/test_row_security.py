@@ -17,9 +17,9 @@ from django.db import DatabaseError, connection, transaction
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from config.durability import login_problems
 from facts import views as fact_views
 from facts.models import Fact, Revision
-from kindmem.durability import login_problems
 from kindmem.models import Org, Tenant
 from kindmem.row_security import tenant_context
 

@@ -1,4 +1,4 @@
-"""The embedded broker (kindmem/broker.py): what a dead worker or a crashed broker held comes
+"""The embedded broker (config/broker.py): what a dead worker or a crashed broker held comes
 back, never lost."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ import textwrap
 
 import redis
 
-from kindmem import broker
-from kindmem.broker_transport import INFLIGHT_KEY
+from config import broker
+from config.broker_transport import INFLIGHT_KEY
 from kindmem.tasks import record_heartbeat
 
 
@@ -40,7 +40,7 @@ def test_a_message_unacknowledged_by_a_killed_consumer_is_put_back(tmp_path, wor
         f"""
         import os
         from kombu import Connection
-        import kindmem.broker
+        import config.broker
         with Connection({worker_broker.url!r}) as conn:
             message = conn.SimpleQueue("celery").get(timeout=10)
             os.kill(os.getpid(), 9)

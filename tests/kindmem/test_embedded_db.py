@@ -7,7 +7,7 @@ import sys
 from django.conf import settings
 
 START = (
-    "import django, os; os.environ.setdefault('DJANGO_SETTINGS_MODULE', 'kindmem.settings'); "
+    "import django, os; os.environ.setdefault('DJANGO_SETTINGS_MODULE', 'config.settings'); "
     "django.setup(); from django.db import connection; "
     "connection.ensure_connection(); print('started')"
 )

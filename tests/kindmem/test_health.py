@@ -47,7 +47,7 @@ def test_healthz_is_degraded_not_down_when_the_heartbeat_is_stale(client, db, se
 
 
 def test_healthz_is_degraded_not_down_when_the_broker_is_unreachable(client, db):
-    from kindmem.celery import app
+    from config.celery import app
 
     WorkerHeartbeat.objects.create(hostname="w1", seen_at=timezone.now())
     original = app.conf.broker_url

@@ -7,7 +7,7 @@ from django.core.cache import cache
 from django.core.management import CommandError, call_command
 from django.db import connection
 
-from kindmem.durability import database_problems
+from config.durability import database_problems
 from kindmem.models import Run
 
 
@@ -91,7 +91,7 @@ def test_kindmem_refuses_a_database_with_fsync_off():
 def test_the_throttle_counters_use_their_own_connection_in_production():
     from django.core.cache.backends.db import DatabaseCache
 
-    from kindmem.routers import CacheRouter
+    from config.routers import CacheRouter
 
     cache_model = DatabaseCache("kindmem_cache", {}).cache_model_class
     assert CacheRouter().db_for_write(cache_model) == "cache"

@@ -1,4 +1,4 @@
-"""The MCP server (kindmem/mcp_server.py) on a live server, driven by the MCP SDK's own client
+"""The MCP server (config/mcp_server.py) on a live server, driven by the MCP SDK's own client
 over streamable HTTP: the tools, review, the reader guard across tools, audit and auth."""
 
 from __future__ import annotations

@@ -46,7 +46,7 @@ def test_every_shell_example_in_readme_runs_against_a_live_server(tmp_path):
     out_path = tmp_path / "run.log"
     with out_path.open("wb") as out:
         run = subprocess.Popen(
-            [sys.executable, "-m", "kindmem.cli", "run", "--port", str(port)],
+            [sys.executable, "-m", "config.cli", "run", "--port", str(port)],
             env=env,
             stdout=out,
             stderr=subprocess.STDOUT,
@@ -66,7 +66,7 @@ def test_every_shell_example_in_readme_runs_against_a_live_server(tmp_path):
         script = "\n".join(readme_blocks())
         script = script.replace("127.0.0.1:8000", f"127.0.0.1:{port}")
         script = script.replace("localhost:8000", f"127.0.0.1:{port}")
-        script = script.replace(".venv/bin/kindmem", f"{sys.executable} -m kindmem.cli")
+        script = script.replace(".venv/bin/kindmem", f"{sys.executable} -m config.cli")
         script = re.sub(r"^APP_KEY=kmk_\.\.\.", f"APP_KEY={keys['app']}", script, flags=re.M)
         script = re.sub(r"^ADMIN_KEY=kmk_\.\.\.", f"ADMIN_KEY={keys['admin']}", script, flags=re.M)
         script = re.sub(r"^PROJECT=\.\.\.", f"PROJECT={project}", script, flags=re.M)

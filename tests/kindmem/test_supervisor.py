@@ -17,9 +17,9 @@ from urllib.request import Request, urlopen
 
 import pytest
 
+from config import broker
+from config.supervisor import FIRST_BACKOFF_SECONDS, Child, Supervisor, describe_exit
 from facts.models import EmbeddingState, Revision
-from kindmem import broker
-from kindmem.supervisor import FIRST_BACKOFF_SECONDS, Child, Supervisor, describe_exit
 from tests import factories
 from tests.processes import database_env
 
@@ -82,7 +82,7 @@ def test_a_killed_worker_comes_back_and_runs_what_was_queued_meanwhile(tmp_path)
     env.pop("CELERY_BROKER_URL", None)
     log = (tmp_path / "run.log").open("wb")
     run = subprocess.Popen(
-        [sys.executable, "-m", "kindmem.cli", "run", "--no-demo", "--port", str(port)],
+        [sys.executable, "-m", "config.cli", "run", "--no-demo", "--port", str(port)],
         env=env,
         stdout=log,
         stderr=subprocess.STDOUT,

@@ -34,7 +34,7 @@ def _start_worker(data_dir: Path, broker_url: str) -> subprocess.Popen[bytes]:
             "-m",
             "celery",
             "-A",
-            "kindmem",
+            "config",
             "worker",
             "--pool",
             "solo",

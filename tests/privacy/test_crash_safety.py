@@ -58,7 +58,7 @@ def _start_worker(data_dir: Path, queue: str) -> subprocess.Popen[bytes]:
     return subprocess.Popen(
         [
             sys.executable,
-            *("-m", "celery", "-A", "kindmem", "worker", "--pool", "solo"),
+            *("-m", "celery", "-A", "config", "worker", "--pool", "solo"),
             *("--queues", queue, "--loglevel", "INFO"),
             *("--without-mingle", "--without-gossip", "--without-heartbeat"),
         ],

@@ -60,6 +60,6 @@ def assert_confined_login() -> None:
         raise ImproperlyConfigured(
             "kindmem refuses to serve: "
             + "; ".join(problems)
-            + ". Set KINDMEM_DATABASE_LOGIN=app (the default for kindmem.wsgi) and give"
+            + ". Set KINDMEM_DATABASE_LOGIN=app (the default for config.wsgi) and give"
             " DATABASE_URL the app role, DATABASE_MIGRATION_URL the tables' owner."
         )

@@ -1,5 +1,5 @@
 """gunicorn's configuration for the web process:
-`gunicorn -c python:kindmem.gunicorn_conf kindmem.wsgi` (`kindmem run`, the Dockerfile and
+`gunicorn -c python:config.gunicorn_conf config.wsgi` (`kindmem run`, the Dockerfile and
 docker-compose.yml all start it so).
 
 gunicorn refuses some requests itself, before kindmem sees them: a request line or a header
@@ -23,7 +23,7 @@ import socket
 
 from gunicorn import util
 
-wsgi_app = "kindmem.wsgi"
+wsgi_app = "config.wsgi"
 
 # gunicorn's defaults, written out: the API's longest request line (a list with every filter
 # and a cursor) stays well within them.

@@ -1,9 +1,9 @@
 """The web app as ASGI: Django (the API, the console) and the MCP server at `/mcp`.
 
-    uvicorn kindmem.asgi:application --host 127.0.0.1 --port 8001
+    uvicorn config.asgi:application --host 127.0.0.1 --port 8001
 
 `kindmem run` starts it so beside gunicorn (README "MCP server"). Requests to `/mcp` go to the
-MCP server (kindmem/mcp_server.py), whose tools call the API's own routes through Django's ASGI
+MCP server (config/mcp_server.py), whose tools call the API's own routes through Django's ASGI
 handler in this process; everything else goes to Django. The lifespan runs the MCP SDK's
 session manager; Django needs none.
 """
@@ -17,15 +17,15 @@ from concurrent.futures import ThreadPoolExecutor
 from django.core.asgi import get_asgi_application
 from starlette.types import Receive, Scope, Send
 
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "kindmem.settings")
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 # web processes log in as the app role, which row security confines (kindmem/row_security.py)
 os.environ.setdefault("KINDMEM_DATABASE_LOGIN", "app")
 django_app = get_asgi_application()
 
-# As kindmem.wsgi: refuse to serve on a database that could lose committed memory, or lacks
+# As config.wsgi: refuse to serve on a database that could lose committed memory, or lacks
 # pgvector 0.8, or as a login that row security does not confine.
-from kindmem.durability import assert_confined_login, assert_durable_database  # noqa: E402
-from kindmem.mcp_server import MCP_PATH, mcp_app  # noqa: E402
+from config.durability import assert_confined_login, assert_durable_database  # noqa: E402
+from config.mcp_server import MCP_PATH, mcp_app  # noqa: E402
 
 
 def _refuse_unsafe_database() -> None:

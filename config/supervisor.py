@@ -8,7 +8,7 @@ takes the API down with it.
 - The worker runs in a process group of its own: when it dies, what is left of it (pool
   processes orphaned by a SIGKILL) is killed with it, and, on the embedded broker, whose only
   consumer it is, the messages it had taken and not acknowledged are put back in the queue at
-  once (kindmem/broker.py) rather than after the visibility timeout.
+  once (config/broker.py) rather than after the visibility timeout.
 - When the embedded broker dies, the worker is stopped with it (its connection and reservations
   are gone), the broker restarts from its append-only file, and then the worker.
 - Every child runs in its own session, so a Ctrl-C in the terminal reaches only `kindmem run`,
@@ -32,7 +32,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-logger = logging.getLogger("kindmem.supervisor")
+logger = logging.getLogger("config.supervisor")
 
 FIRST_BACKOFF_SECONDS = 0.5
 MAX_BACKOFF_SECONDS = 30.0

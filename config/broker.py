@@ -4,7 +4,7 @@
 Why this one (the measurements are in bench/README.md, "broker_throughput.py"): Celery then
 speaks the Redis transport of production, with its acknowledgement emulation: a message a
 worker has taken stays in the broker (the `unacked` hash) until the worker acknowledges it, so a
-killed worker's messages are delivered again; kindmem/broker_transport.py closes the one window
+killed worker's messages are delivered again; config/broker_transport.py closes the one window
 where a kill could still lose one. Kombu's filesystem transport let a reader
 parse a half-written file (the JSONDecodeError that stopped `make run`) and forgets a message
 once read; its SQLAlchemy transport marks a message invisible on read and never restores it
@@ -13,7 +13,7 @@ machine can reach it, and two checkouts never collide) and writes every command 
 append-only file before it answers (`appendfsync always`), so a message whose publish returned
 survives a crash of the broker itself.
 
-The server is a child of `kindmem run`, which restarts it if it dies (kindmem/supervisor.py).
+The server is a child of `kindmem run`, which restarts it if it dies (config/supervisor.py).
 """
 
 from __future__ import annotations
@@ -48,9 +48,9 @@ def socket_path(data_dir: Path) -> Path:
 
 
 # The embedded broker's URL scheme: Kombu's Redis transport over a Unix socket, with the window
-# between taking a message and recording it as unacknowledged closed (kindmem/broker_transport.py).
+# between taking a message and recording it as unacknowledged closed (config/broker_transport.py).
 SCHEME = "kindmem+socket://"
-TRANSPORT_ALIASES.setdefault("kindmem", "kindmem.broker_transport:Transport")
+TRANSPORT_ALIASES.setdefault("kindmem", "config.broker_transport:Transport")
 # Options of every connection to the embedded broker: one list per queue (no priorities, which
 # kindmem does not use), so that a worker takes its messages with one atomic BLMOVE.
 TRANSPORT_OPTIONS: dict[str, object] = {"priority_steps": [0]}
@@ -150,7 +150,7 @@ def broker_restore_unacked(url: str) -> int:
     Returns how many messages were put back."""
     from kombu import Connection
 
-    from kindmem.broker_transport import INFLIGHT_KEY
+    from config.broker_transport import INFLIGHT_KEY
 
     options = {**TRANSPORT_OPTIONS, "visibility_timeout": 0}
     restored = 0

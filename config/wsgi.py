@@ -3,14 +3,14 @@ import os
 
 from django.core.wsgi import get_wsgi_application
 
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "kindmem.settings")
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 # web and worker log in as the app role, which row security confines (kindmem/row_security.py)
 os.environ.setdefault("KINDMEM_DATABASE_LOGIN", "app")
 application = get_wsgi_application()
 
 # Refuse to serve on a database that could lose committed memory (fsync or full_page_writes
 # off) or lacks pgvector 0.8.
-from kindmem.durability import assert_confined_login, assert_durable_database  # noqa: E402
+from config.durability import assert_confined_login, assert_durable_database  # noqa: E402
 
 assert_durable_database()
 assert_confined_login()

@@ -7,7 +7,7 @@ import os
 from celery import Celery
 from celery.signals import worker_init, worker_ready
 
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "kindmem.settings")
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 
 app = Celery("kindmem")
 app.config_from_object("django.conf:settings", namespace="CELERY")
@@ -16,7 +16,7 @@ app.autodiscover_tasks()
 
 @worker_init.connect
 def refuse_a_database_that_is_not_durable(**_: object) -> None:
-    from kindmem.durability import assert_confined_login, assert_durable_database
+    from config.durability import assert_confined_login, assert_durable_database
 
     assert_durable_database()
     assert_confined_login()

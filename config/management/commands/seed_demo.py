@@ -4,7 +4,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand
 
-from kindmem.demo import demo_seed
+from config.demo import demo_seed
 
 
 class Command(BaseCommand):

@@ -6,7 +6,7 @@ two loses that message for good (bench/broker_throughput.py: one task in 11 kill
 the message is taken with BLMOVE instead, atomically from the queue into an in-flight list
 (`INFLIGHT_KEY`), and leaves that list only once it is in the unacked hash. A message is
 therefore always in the queue, in flight or unacked until it is acknowledged, and what a dead
-worker held is put back from both by `kindmem.broker.broker_restore_unacked`.
+worker held is put back from both by `config.broker.broker_restore_unacked`.
 
 BLMOVE takes one source list, so this applies when the worker reads one list: one queue, with
 priorities off (`priority_steps` [0], kindmem sets no priority). Otherwise, it is Kombu's BRPOP.

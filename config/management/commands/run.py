@@ -1,5 +1,5 @@
 """`kindmem run`: migrate, seed the demo, then web + worker + beat (and the embedded broker)
-under a supervisor until Ctrl-C (kindmem/supervisor.py)."""
+under a supervisor until Ctrl-C (config/supervisor.py)."""
 
 from __future__ import annotations
 
@@ -14,18 +14,18 @@ from typing import Any
 from django.conf import settings
 from django.core.management import call_command
 from django.core.management.base import BaseCommand
-
-from kindmem import broker
-from kindmem.demo import demo_seed
 from kindmem.management.commands.seed_demo import format_credentials
-from kindmem.supervisor import Child, Supervisor, die_with_parent, popen_in_own_session
 
-logger = logging.getLogger("kindmem.supervisor")
+from config import broker
+from config.demo import demo_seed
+from config.supervisor import Child, Supervisor, die_with_parent, popen_in_own_session
+
+logger = logging.getLogger("config.supervisor")
 
 
 class Command(BaseCommand):
     help = (
-        "Run kindmem on one machine: web (gunicorn), the MCP server (uvicorn, kindmem.asgi),"
+        "Run kindmem on one machine: web (gunicorn), the MCP server (uvicorn, config.asgi),"
         " a Celery worker, beat, demo data."
     )
 
@@ -36,7 +36,7 @@ class Command(BaseCommand):
             "--mcp-port",
             type=int,
             default=int(os.environ.get("KINDMEM_MCP_PORT") or 0),
-            help="Where the MCP server (kindmem.asgi) listens; default: --port + 1.",
+            help="Where the MCP server (config.asgi) listens; default: --port + 1.",
         )
         parser.add_argument("--no-demo", action="store_true", help="Skip the demo tenant.")
 
@@ -101,7 +101,7 @@ class Command(BaseCommand):
 
     @staticmethod
     def _forget_dead() -> None:
-        from kindmem.embedded_db import forget_dead_handles
+        from config.embedded_db import forget_dead_handles
 
         forget_dead_handles(settings.DATA_DIR)
 
@@ -120,21 +120,21 @@ class Command(BaseCommand):
                 )
             )
         # gunicorn's own refusals (limits, malformed requests) in kindmem's error shape
-        web = [python, "-m", "gunicorn", "-c", "python:kindmem.gunicorn_conf", "kindmem.wsgi"]
+        web = [python, "-m", "gunicorn", "-c", "python:config.gunicorn_conf", "config.wsgi"]
         web += ["--bind", f"{host}:{port}"]
         # no control socket: its default path (~/.gunicorn) is shared by every gunicorn of the user
         web += ["--workers", "2", "--access-logfile", "-", "--no-control-socket"]
         # Warnings and errors only (LOG_LEVEL=INFO shows every task), and no banners: the
         # console stays readable, with the credentials block in sight.
         level = os.environ.get("LOG_LEVEL") or "WARNING"
-        celery = [python, "-m", "celery", "-A", "kindmem", "--quiet"]
+        celery = [python, "-m", "celery", "-A", "config", "--quiet"]
         worker = [*celery, "worker", "--loglevel", level, "--concurrency", "2"]
         # one worker per broker here: nothing to synchronise with (mingle) or gossip to
         worker += ["--without-mingle", "--without-gossip"]
         beat = [*celery, "beat", "--loglevel", level]
-        # The ASGI app (kindmem/asgi.py): the MCP server at /mcp, beside the same Django app.
+        # The ASGI app (config/asgi.py): the MCP server at /mcp, beside the same Django app.
         # gunicorn keeps serving the API: uvicorn's own refusals are not in the error shape.
-        mcp = [python, "-m", "uvicorn", "kindmem.asgi:application", "--host", host]
+        mcp = [python, "-m", "uvicorn", "config.asgi:application", "--host", host]
         mcp += ["--port", str(mcp_port), "--workers", "2"]
         children += [
             Child(name="web", start=lambda: popen_in_own_session(web, env)),

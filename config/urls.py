@@ -1,0 +1,45 @@
+from __future__ import annotations
+
+from django.contrib import admin
+from django.urls import include, path
+from django.views.generic import RedirectView
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+
+from config.health import healthz
+
+handler400 = "kindmem.errors.json_bad_request"
+handler404 = "kindmem.errors.json_not_found"
+handler500 = "kindmem.errors.json_server_error"
+
+api_v1 = [
+    path(
+        "schema",
+        SpectacularAPIView.as_view(permission_classes=[], authentication_classes=[]),
+        name="schema",
+    ),
+    path(
+        "docs",
+        SpectacularSwaggerView.as_view(
+            url_name="schema", permission_classes=[], authentication_classes=[]
+        ),
+        name="docs",
+    ),
+]
+
+APP_ROUTES = [
+    "kindmem.urls",
+    "facts.urls",
+    "recall.urls",
+    "runlog.urls",
+    "approvals.urls",
+    "privacy.urls",
+    "audit.urls",
+]
+
+urlpatterns = [
+    *(path("v1/", include(module)) for module in APP_ROUTES),
+    path("healthz", healthz, name="healthz"),
+    path("v1/", include(api_v1)),
+    path("console/", admin.site.urls),
+    path("", RedirectView.as_view(url="/console/", permanent=False)),
+]
