@@ -14,7 +14,7 @@ from typing import Any
 from django.conf import settings
 from django.core.management import call_command
 from django.core.management.base import BaseCommand
-from kindmem.management.commands.seed_demo import format_credentials
+from config.management.commands.seed_demo import format_credentials
 
 from config import broker
 from config.demo import demo_seed
