@@ -15,7 +15,8 @@ soak's, the demo's facts' and the probes', re-runs included) and run twice, lost
 never embedded), web errors inside and outside the kill windows (a window is a kill until its
 heal), each kill's heal time, and how `kindmem run` stopped.
 
-    .venv/bin/python bench/soak.py [--duration 300] [--clients 4] [--kill-every 60] [--fresh]
+    .venv/bin/python bench/soak.py [--duration 300] [--tasks N] [--clients 4] [--kill-every 60]
+        [--fresh]
 
 The hashing embedder stands in for the local model (the same tasks, a fraction of the CPU).
 """
@@ -77,11 +78,13 @@ def call(base: str, path: str, *, token: str = "", body: Any = None) -> tuple[in
         return 0, repr(error)
 
 
-def client(n: int, base: str, creds: dict[str, str], tally: Tally, until: float) -> None:
+def client(
+    n: int, base: str, creds: dict[str, str], tally: Tally, until: float, tasks: int
+) -> None:
     """Write facts; every third call, remember through a run of this client's own."""
     run_token, memories = "", 0
     for i in itertools.count():
-        if time.monotonic() >= until:
+        if time.monotonic() >= until or len(tally.revisions) >= tasks:
             return
         start = time.monotonic()
         if i % 3 == 2:
@@ -192,7 +195,8 @@ def embedded_count(data_dir: Path, ids: list[str]) -> tuple[int, int]:
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--duration", type=float, default=300)
+    parser.add_argument("--duration", type=float, default=300, help="seconds at most")
+    parser.add_argument("--tasks", type=int, default=0, help="stop once this many are queued")
     parser.add_argument("--clients", type=int, default=4)
     parser.add_argument("--kill-every", type=float, default=60)
     parser.add_argument("--data-dir", default=str(ROOT / "var" / "bench" / "soak"))
@@ -245,7 +249,9 @@ def main() -> None:
     tally = Tally()
     until = time.monotonic() + args.duration
     threads = [
-        threading.Thread(target=client, args=(n, base, creds, tally, until))
+        threading.Thread(
+            target=client, args=(n, base, creds, tally, until, args.tasks or sys.maxsize)
+        )
         for n in range(args.clients)
     ]
     soak_start = time.monotonic()
@@ -254,7 +260,7 @@ def main() -> None:
     windows: list[tuple[float, float]] = []
     heals: list[float] = []
     next_kill = soak_start + args.kill_every / 2
-    while time.monotonic() < until:
+    while time.monotonic() < until and any(t.is_alive() for t in threads):
         if time.monotonic() >= next_kill:
             pid = supervisor_state(data_dir)["worker"]["pid"]
             killed_at = time.time()

@@ -36,7 +36,7 @@ def healthz(request: Any) -> JsonResponse:
     # Reported, never fatal: without embeddings keyword search and writes still work. Imported
     # here because kindmem otherwise never reaches into facts (imports run kindmem <- facts).
     checks["embedder"] = embedder_health()
-    checks["background"] = _background_check(database_ok=checks["database"]["ok"])
+    checks["background"] = background_check(database_ok=checks["database"]["ok"])
     if not checks["database"]["ok"]:
         state = "down"
     elif checks["broker"]["ok"] and checks["background"]["ok"]:
@@ -49,7 +49,7 @@ def healthz(request: Any) -> JsonResponse:
     )
 
 
-def _background_check(*, database_ok: bool) -> dict[str, Any]:
+def background_check(*, database_ok: bool) -> dict[str, Any]:
     """The age of the last worker heartbeat (beat queues one every
     KINDMEM_HEARTBEAT_INTERVAL_SECONDS; its age covers beat, broker and worker), and, under
     `kindmem run`, what its supervisor says of each process (config/supervisor.py)."""

@@ -27,7 +27,7 @@ api_v1 = [
 ]
 
 APP_ROUTES = [
-    "kindmem.urls",
+    "config.urls",
     "facts.urls",
     "recall.urls",
     "runlog.urls",

@@ -1,6 +1,8 @@
 from __future__ import annotations
 
 import os
+import shutil
+import subprocess
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -36,23 +38,41 @@ def pytest_configure(config: pytest.Config) -> None:
 
     settings.DATABASE_ROUTERS = []
     router.__dict__.pop("routers", None)
+    _test_broker_start()
 
 
-@pytest.fixture(scope="session", autouse=True)
-def _default_broker() -> Iterator[None]:
-    """The broker this test process queues on when a test's transaction commits (the embedded
-    default, as under `kindmem run`), unless CELERY_BROKER_URL names another or one answers."""
+_test_broker: subprocess.Popen[bytes] | None = None
+
+
+def _test_broker_start() -> None:
+    """The broker of this test run (unless CELERY_BROKER_URL names one): an embedded Valkey of
+    its own under KINDMEM_DATA_DIR/test-broker (not the one a `kindmem run` of this checkout
+    may be serving), where the test process queues what a committed transaction sends.
+
+    It is also the Redis of the tests that need one, where KINDMEM_TEST_REDIS_URL names none
+    (CI names its own): one rule, so a fresh machine runs every test CI runs."""
+    global _test_broker
     from config import broker
+    from config.celery import app
 
-    if not broker.is_embedded_url(settings.CELERY_BROKER_URL) or broker.answers(
-        settings.CELERY_BROKER_URL
-    ):
-        yield
+    if not broker.is_embedded_url(settings.CELERY_BROKER_URL):
         return
-    from tests.processes import embedded_broker
+    data_dir = settings.DATA_DIR / "test-broker"
+    url = broker.embedded_broker_url(data_dir)
+    settings.CELERY_BROKER_URL = app.conf.broker_url = url
+    if not broker.answers(url):
+        shutil.rmtree(data_dir, ignore_errors=True)  # nothing queued by an earlier run
+        _test_broker = broker.broker_start(data_dir=data_dir)
+    # Kombu's own Redis transport (production's) on the same server, in a database of its own
+    # (what the test process queues goes unread into database 0)
+    redis_url = url.replace(broker.SCHEME, "redis+socket://") + "?virtual_host=15"
+    os.environ.setdefault("KINDMEM_TEST_REDIS_URL", redis_url)
 
-    with embedded_broker(settings.DATA_DIR):
-        yield
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    if _test_broker is not None:
+        _test_broker.terminate()
+        _test_broker.wait(timeout=30)
 
 
 @pytest.fixture

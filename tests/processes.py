@@ -29,7 +29,9 @@ def database_env() -> dict[str, str]:
 
 
 def redis_or_skip(url: str) -> None:
-    """Skip, saying why, where no Redis answers at `url` (CI sets and starts one)."""
+    """Skip, saying why, where no Redis answers at `url`. Since the suite starts an embedded
+    Valkey where KINDMEM_TEST_REDIS_URL is unset (tests/conftest.py), this happens only when
+    that variable names a server that is not there."""
     if not url:
         pytest.skip("KINDMEM_TEST_REDIS_URL is not set: no Redis to test against")
     try:

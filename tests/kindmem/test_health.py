@@ -83,3 +83,26 @@ def test_healthz_reports_the_supervisors_processes(client, db, settings, tmp_pat
     assert processes["worker"]["running"] is False
     assert processes["worker"]["last_exit"] == "was killed by SIGKILL"
     assert processes["web"]["running"] is True
+
+
+def test_the_console_front_page_says_background_work_is_degraded(client, db, settings):
+    # given staff, and a worker last seen past the stale age
+    from tests import factories
+
+    staff = factories.user_create(factories.tenant_create())
+    staff.is_staff = True
+    staff.save()
+    client.force_login(staff)
+    WorkerHeartbeat.objects.create(
+        hostname="w1",
+        seen_at=timezone.now() - timedelta(seconds=settings.HEARTBEAT_STALE_SECONDS + 5),
+    )
+    # when the front page is opened, then it says so, with the heartbeat's age
+    page = client.get("/console/").content.decode()
+    assert '<strong class="degraded">Degraded</strong>' in page
+    assert "worker heartbeat" in page
+    # and with a fresh heartbeat it says background work runs
+    WorkerHeartbeat.objects.update(seen_at=timezone.now())
+    page = client.get("/console/").content.decode()
+    assert 'id="background-work"' in page
+    assert "Degraded" not in page

@@ -14,10 +14,10 @@ from typing import Any
 from django.conf import settings
 from django.core.management import call_command
 from django.core.management.base import BaseCommand
-from config.management.commands.seed_demo import format_credentials
 
 from config import broker
 from config.demo import demo_seed
+from config.management.commands.seed_demo import format_credentials
 from config.supervisor import Child, Supervisor, die_with_parent, popen_in_own_session
 
 logger = logging.getLogger("config.supervisor")
