@@ -19,6 +19,7 @@ from kindmem.errors import LinkExpired, NotFound, ValidationFailed
 from kindmem.models import ErasureHold, SubjectKind
 from kindmem.subjects import Subject
 from privacy.models import AccessRequest, ErasureRequest, RequestStatus
+from privacy.receipts import subject_reference
 
 
 @transaction.atomic
@@ -52,6 +53,7 @@ def erasure_start(
         tenant_id=tenant_id,
         target_kind=target_kind,
         target_id=target_id,
+        target_reference=subject_reference(tenant_id=tenant_id, subject=subject),
         reason=reason,
         requested_by=requested_by,
         status=RequestStatus.PENDING,
