@@ -24,7 +24,9 @@ from django.utils.html import format_html
 from kindmem.console import TenantScopedAdmin, confine_tenant_field
 from kindmem.errors import KindmemError
 from kindmem.models import SubjectKind, Tenant
+from kindmem.subjects import Subject
 from privacy import services
+from privacy.erasure import ErasurePreview, erasure_preview
 from privacy.models import AccessRequest, ErasureRequest, RequestStatus
 from privacy.permissions import is_privacy_officer
 from privacy.serializers import PERSON_KINDS
@@ -60,9 +62,81 @@ class TenantStartForm(forms.Form):
 
 
 class ErasureStartForm(TenantStartForm):
-    target_kind = forms.ChoiceField(choices=SubjectKind.choices)
-    target_id = forms.CharField(max_length=200)
-    reason = forms.CharField(widget=forms.Textarea, max_length=2000)
+    target_kind = forms.ChoiceField(
+        choices=SubjectKind.choices,
+        label="Erase a",
+        help_text=(
+            "A participant is an app's end user (the id the app gives them); a user is a Kindgi "
+            "account (its UUID); a conversation is one thread; an external id names someone "
+            "in facts' subjects."
+        ),
+    )
+    target_id = forms.CharField(
+        max_length=200,
+        label="Id",
+        help_text="Exactly as kindmem stores it. The next page shows what it matches.",
+    )
+    reason = forms.CharField(
+        widget=forms.Textarea(attrs={"rows": 3}),
+        max_length=2000,
+        help_text="Kept in the receipt: how the request reached you (it names no one).",
+    )
+
+
+class ErasureConfirmForm(forms.Form):
+    """The preview page's one question, asked only when nothing matches the id."""
+
+    nothing_matches_confirmed = forms.BooleanField(
+        required=False,
+        label="Nothing matches this id: erase it anyway (the receipt will show nothing erased)",
+    )
+
+
+class ErasureLookupForm(TenantStartForm):
+    target_kind = forms.ChoiceField(choices=SubjectKind.choices, label="Kind")
+    target_id = forms.CharField(
+        max_length=200,
+        label="Id",
+        help_text="Checked against the erasures' target references; it is not stored.",
+    )
+
+
+# How the preview and the receipt name each kind of row (`BatchResult.erased` kinds).
+KIND_LABELS = {
+    "fact": ("fact", "facts"),
+    "revision": ("revision", "revisions"),
+    "link": ("link between facts", "links between facts"),
+    "attribution": (
+        "revision they wrote (their id taken off)",
+        "revisions they wrote (their id taken off)",
+    ),
+    "approval": ("review record", "review records"),
+    "reviewer": (
+        "review decision they took (their id taken off)",
+        "review decisions they took (their id taken off)",
+    ),
+    "conversation": ("conversation", "conversations"),
+    "message": ("message", "messages"),
+    "run": ("run whose log is cleared", "runs whose logs are cleared"),
+    "thread": ("thread record", "thread records"),
+    "access-request": ("access request and its export", "access requests and their exports"),
+    "audit-event": (
+        "audit event naming them (the id removed)",
+        "audit events naming them (the id removed)",
+    ),
+}
+
+
+def kind_rows(counts: dict[str, int]) -> list[dict[str, Any]]:
+    """The preview's or the receipt's counts as rows for a table, in the labels' order."""
+    order = list(KIND_LABELS)
+    rows = []
+    for kind in sorted(counts, key=lambda k: (order.index(k) if k in order else len(order), k)):
+        one, many = KIND_LABELS.get(kind, (kind, kind))
+        rows.append(
+            {"kind": kind, "count": counts[kind], "label": one if counts[kind] == 1 else many}
+        )
+    return rows
 
 
 class AccessRequestStartForm(TenantStartForm):
@@ -116,6 +190,7 @@ class ErasureRequestAdmin(OfficerViewable, TenantScopedAdmin):
         view = self.admin_site.admin_view
         return [
             path("start/", view(self.start_view), name="privacy_erasurerequest_start"),
+            path("lookup/", view(self.lookup_view), name="privacy_erasurerequest_lookup"),
             path(
                 "<uuid:erasure_id>/status/",
                 view(self.status_view),
@@ -130,32 +205,118 @@ class ErasureRequestAdmin(OfficerViewable, TenantScopedAdmin):
         ]
 
     def start_view(self, request: HttpRequest) -> HttpResponse:
+        """Start an erasure in two steps: the form, then its preview (`erasure_preview`: what
+        it would erase, what legal hold keeps, "nothing matches" said plainly), confirmed
+        with a second POST. The preview is computed again on confirmation, so what is
+        confirmed is what the officer saw or, if the data changed in between, a fresh preview
+        shown again for nothing-matches."""
         if not _officer(request):
             raise PermissionDenied
+        step = request.POST.get("step", "preview") if request.method == "POST" else "form"
         form = ErasureStartForm(request.POST or None, request=request)
-        if request.method == "POST" and form.is_valid():
+        if step in ("preview", "confirm") and form.is_valid():
+            tenant = form.cleaned_data["tenant"]
             try:
-                erasure = services.erasure_start(
-                    tenant_id=form.cleaned_data["tenant"].id,
-                    target_kind=form.cleaned_data["target_kind"],
-                    target_id=form.cleaned_data["target_id"],
-                    reason=form.cleaned_data["reason"],
-                    requested_by=f"staff:{request.user.pk}",
+                subject = Subject.parse(
+                    form.cleaned_data["target_kind"], form.cleaned_data["target_id"]
                 )
             except KindmemError as exc:
-                form.add_error(None, exc.message)
+                form.add_error("target_id", exc.message)
             else:
-                self.message_user(request, "Erasure accepted; a worker is erasing.")
-                return HttpResponseRedirect(
-                    reverse("admin:privacy_erasurerequest_status", args=[erasure.pk])
-                )
+                preview = erasure_preview(tenant_id=tenant.id, subject=subject)
+                confirm = ErasureConfirmForm(request.POST if step == "confirm" else None)
+                if step == "confirm" and confirm.is_valid():
+                    if (
+                        preview.nothing_matches
+                        and not confirm.cleaned_data["nothing_matches_confirmed"]
+                    ):
+                        confirm.add_error(
+                            "nothing_matches_confirmed",
+                            "Nothing matches this id. Tick the box to erase it anyway, or go "
+                            "back and correct the id.",
+                        )
+                    else:
+                        try:
+                            return self._start(request, form, tenant.id, subject)
+                        except KindmemError as exc:
+                            form.add_error(None, exc.message)
+                if not form.errors:
+                    return self._preview_page(request, form, confirm, tenant, preview)
         context = {
             **self.admin_site.each_context(request),
             "opts": self.model._meta,
             "title": "Start an erasure",
             "form": form,
+            "submit_label": "Preview the erasure",
         }
         return TemplateResponse(request, "admin/privacy/start.html", context)
+
+    def _start(
+        self, request: HttpRequest, form: ErasureStartForm, tenant_id: uuid.UUID, subject: Subject
+    ) -> HttpResponse:
+        erasure = services.erasure_start(
+            tenant_id=tenant_id,
+            target_kind=subject.kind.value,
+            target_id=subject.id,
+            reason=form.cleaned_data["reason"],
+            requested_by=f"staff:{request.user.pk}",
+        )
+        self.message_user(request, "Erasure accepted; a worker is erasing.")
+        return HttpResponseRedirect(
+            reverse("admin:privacy_erasurerequest_status", args=[erasure.pk])
+        )
+
+    def _preview_page(
+        self,
+        request: HttpRequest,
+        form: ErasureStartForm,
+        confirm: ErasureConfirmForm,
+        tenant: Tenant,
+        preview: ErasurePreview,
+    ) -> HttpResponse:
+        context = {
+            **self.admin_site.each_context(request),
+            "opts": self.model._meta,
+            "title": f"Erase {preview.subject.kind.value} {preview.subject.id}?",
+            "form": form,
+            "confirm": confirm,
+            "tenant": tenant,
+            "preview": preview,
+            "rows": [row for row in kind_rows(preview.counts) if row["count"]],
+        }
+        return TemplateResponse(request, "admin/privacy/erasurerequest/preview.html", context)
+
+    def lookup_view(self, request: HttpRequest) -> HttpResponse:
+        """ "Was this id erased?": the id is hashed into its target reference and compared
+        with every erasure's, finished ones included; it is neither stored nor logged (a POST,
+        so it stays out of URLs)."""
+        if not _officer(request):
+            raise PermissionDenied
+        form = ErasureLookupForm(request.POST or None, request=request)
+        found = None
+        subject = None
+        if request.method == "POST" and form.is_valid():
+            try:
+                subject = Subject.parse(
+                    form.cleaned_data["target_kind"], form.cleaned_data["target_id"]
+                )
+            except KindmemError as exc:
+                form.add_error("target_id", exc.message)
+            else:
+                found = list(
+                    ErasureRequest.objects.of_subject(form.cleaned_data["tenant"].id, subject)
+                    .select_related("tenant")
+                    .order_by("-created_at")
+                )
+        context = {
+            **self.admin_site.each_context(request),
+            "opts": self.model._meta,
+            "title": "Was this id erased?",
+            "form": form,
+            "found": found,
+            "subject": subject,
+        }
+        return TemplateResponse(request, "admin/privacy/erasurerequest/lookup.html", context)
 
     def status_view(self, request: HttpRequest, erasure_id: uuid.UUID) -> HttpResponse:
         if not self.has_view_permission(request):
@@ -173,6 +334,7 @@ class ErasureRequestAdmin(OfficerViewable, TenantScopedAdmin):
             "receipt_text": (
                 json.dumps(erasure.receipt, indent=2, sort_keys=True) if erasure.receipt else None
             ),
+            "receipt_rows": kind_rows((erasure.receipt or {}).get("counts_by_kind", {})),
             "progress_url": reverse("admin:privacy_erasurerequest_progress", args=[erasure.pk]),
         }
         return TemplateResponse(request, "admin/privacy/erasurerequest/status.html", context)
