@@ -21,11 +21,11 @@ from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils.html import format_html
 
-from kindmem.console import TenantScopedAdmin, confine_tenant_field
+from kindmem.console import TenantScopedAdmin, confine_tenant_field, person_link
 from kindmem.errors import KindmemError
 from kindmem.models import SubjectKind, Tenant
 from kindmem.subjects import Subject
-from privacy import services
+from privacy import person_pages, services
 from privacy.erasure import ErasurePreview, erasure_preview
 from privacy.models import AccessRequest, ErasureRequest, RequestStatus
 from privacy.permissions import is_privacy_officer
@@ -37,6 +37,11 @@ def _officer(request: HttpRequest) -> bool:
     return bool(
         user.is_active and user.is_staff and (user.is_superuser or is_privacy_officer(user))
     )
+
+
+def _prefilled(request: HttpRequest, *names: str) -> dict[str, str]:
+    """A start form's person, filled in from the link that led to it (a person's page)."""
+    return {name: request.GET[name][:200] for name in names if name in request.GET}
 
 
 def progress_html(erasure: ErasureRequest) -> str:
@@ -213,7 +218,11 @@ class ErasureRequestAdmin(OfficerViewable, TenantScopedAdmin):
         if not _officer(request):
             raise PermissionDenied
         step = request.POST.get("step", "preview") if request.method == "POST" else "form"
-        form = ErasureStartForm(request.POST or None, request=request)
+        form = ErasureStartForm(
+            request.POST or None,
+            request=request,
+            initial=_prefilled(request, "target_kind", "target_id"),
+        )
         if step in ("preview", "confirm") and form.is_valid():
             tenant = form.cleaned_data["tenant"]
             try:
@@ -352,7 +361,7 @@ class AccessRequestAdmin(OfficerViewable, TenantScopedAdmin):
         "id",
         "tenant",
         "subject_kind",
-        "subject_id",
+        "person",
         "status",
         "created_at",
         "download",
@@ -377,6 +386,10 @@ class AccessRequestAdmin(OfficerViewable, TenantScopedAdmin):
     def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
 
+    @admin.display(description="subject", ordering="subject_id")
+    def person(self, access: AccessRequest) -> str:
+        return person_link(access.subject_kind, access.subject_id, access.tenant_id)
+
     @admin.display(description="download")
     def download(self, access: AccessRequest) -> str:
         if access.status != RequestStatus.COMPLETED:
@@ -397,6 +410,7 @@ class AccessRequestAdmin(OfficerViewable, TenantScopedAdmin):
         view = self.admin_site.admin_view
         return [
             path("start/", view(self.start_view), name="privacy_accessrequest_start"),
+            path("person/", view(self.person_view), name="privacy_person"),
             path(
                 "<uuid:request_id>/download/<str:fmt>/",
                 view(self.download_view),
@@ -408,7 +422,11 @@ class AccessRequestAdmin(OfficerViewable, TenantScopedAdmin):
     def start_view(self, request: HttpRequest) -> HttpResponse:
         if not _officer(request):
             raise PermissionDenied
-        form = AccessRequestStartForm(request.POST or None, request=request)
+        form = AccessRequestStartForm(
+            request.POST or None,
+            request=request,
+            initial=_prefilled(request, "subject_kind", "subject_id"),
+        )
         if request.method == "POST" and form.is_valid():
             tenant = form.cleaned_data["tenant"]
             try:
@@ -430,6 +448,10 @@ class AccessRequestAdmin(OfficerViewable, TenantScopedAdmin):
             "form": form,
         }
         return TemplateResponse(request, "admin/privacy/start.html", context)
+
+    def person_view(self, request: HttpRequest) -> HttpResponse:
+        """A person's page, or the search for one (privacy/person_pages.py)."""
+        return person_pages.person_view(self, request)
 
     def download_view(self, request: HttpRequest, request_id: uuid.UUID, fmt: str) -> HttpResponse:
         if not _officer(request):

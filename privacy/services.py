@@ -91,6 +91,17 @@ def _audit(actor: Actor, *, subject: str, object_id: uuid.UUID, endpoint: str) -
 
 
 @transaction.atomic
+def person_page_audit(
+    *, actor: Actor, subject: str, object_ids: list[Any], endpoint: str = "GET console person"
+) -> None:
+    """A staff member opened a person's page: a read of everything shown about them (phase
+    read, kind "person"), so the person's access export lists staff reads as well."""
+    note = AuditNote(phase=Phase.READ, kind="person")
+    note.touch(ids=object_ids, subjects=[subject])
+    audit_record(principal=actor, note=note, outcome=Outcome.SUCCESS, endpoint=endpoint)  # type: ignore[arg-type]
+
+
+@transaction.atomic
 def access_request_start(
     *, actor: Actor, subject_kind: str, subject_id: str, endpoint: str = "POST access-requests"
 ) -> AccessRequest:
