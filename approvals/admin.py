@@ -30,8 +30,6 @@ from facts.review_reasons import REASONS
 from kindmem.console import TenantScopedAdmin, console_scope, person_link
 from kindmem.errors import KindmemError
 
-admin.site.index_template = "admin/approvals/index.html"
-
 
 def tenant_approvals(request: HttpRequest) -> QuerySet[Approval]:
     """The approvals a console user may see: their tenant's; all for platform staff."""

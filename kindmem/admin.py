@@ -223,7 +223,15 @@ class RunAdmin(TenantScopedAdmin):
 
 @admin.register(WorkerHeartbeat)
 class WorkerHeartbeatAdmin(TenantScopedAdmin):
+    """Written by the workers' heartbeat task only: read here, never added or edited."""
+
     list_display = ["hostname", "seen_at"]
     list_filter = ["seen_at"]
     search_fields = ["hostname"]
     list_select_related: list[str] = []
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False

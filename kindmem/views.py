@@ -77,7 +77,7 @@ def healthz(request: Any) -> JsonResponse:
         checks["database"] = {"ok": True, "pgvector": row[0] if row else None}
     except Exception as exc:  # a health check reports every failure, whatever its kind
         checks["database"] = {"ok": False, "error": exc.__class__.__name__}
-    checks["broker"] = _broker_check()
+    checks["broker"] = broker_check()
     # Reported, never fatal: without embeddings keyword search and writes still work. Imported
     # here because kindmem otherwise never reaches into facts (imports run kindmem <- facts).
     from facts.embedding import embedder_health
@@ -94,7 +94,7 @@ def healthz(request: Any) -> JsonResponse:
     return JsonResponse({"ok": healthy, "checks": checks}, status=200 if healthy else 503)
 
 
-def _broker_check() -> dict[str, Any]:
+def broker_check() -> dict[str, Any]:
     from kindmem.celery import app
 
     try:

@@ -51,3 +51,17 @@ def may_find_people(context: dict[str, Any]) -> bool:
 
     request = context.get("request")
     return bool(request is not None and request.user.is_authenticated and person_sections(request))
+
+
+@register.simple_tag(takes_context=True)
+def console_front_page(context: dict[str, Any]) -> dict[str, Any]:
+    """The panels of the signed-in staff member's front page (privacy/front_page.py)."""
+    from privacy.front_page import front_page
+
+    request = context.get("request")
+    if request is None or not request.user.is_authenticated:
+        return {"tables": False}
+    # Asked twice per page (the content and the sidebar): built once.
+    if not hasattr(request, "_kindmem_front_page"):
+        request._kindmem_front_page = front_page(request)
+    return request._kindmem_front_page
