@@ -21,7 +21,13 @@ from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils.html import format_html
 
-from kindmem.console import TenantScopedAdmin, confine_tenant_field, person_link
+from kindmem.console import (
+    TenantScopedAdmin,
+    confine_tenant_field,
+    person_link,
+    person_url,
+    principal_names,
+)
 from kindmem.errors import KindmemError
 from kindmem.models import SubjectKind, Tenant
 from kindmem.subjects import Subject
@@ -148,8 +154,19 @@ def kind_rows(counts: dict[str, int]) -> list[dict[str, Any]]:
 
 
 class AccessRequestStartForm(TenantStartForm):
-    subject_kind = forms.ChoiceField(choices=[(k.value, k.label) for k in PERSON_KINDS])
-    subject_id = forms.CharField(max_length=200)
+    subject_kind = forms.ChoiceField(
+        choices=[(k.value, k.label) for k in PERSON_KINDS],
+        label="Export everything about a",
+        help_text=(
+            "A participant is an app's end user (the id the app gives them); a user is a Kindgi "
+            "account (its UUID); an external id names someone in facts' subjects."
+        ),
+    )
+    subject_id = forms.CharField(
+        max_length=200,
+        label="Id",
+        help_text="Exactly as kindmem stores it. A worker builds the export (JSON and a zip).",
+    )
 
 
 class OfficerViewable:
@@ -188,6 +205,18 @@ class ErasureRequestAdmin(OfficerViewable, TenantScopedAdmin):
 
     def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
+
+    def change_view(
+        self, request: HttpRequest, object_id: str, form_url: str = "", extra_context: Any = None
+    ) -> HttpResponse:
+        """An erasure's page is its status page (progress, receipt), not a form of raw fields
+        ("Total estimate: 6" beside "10 / 10 records")."""
+        erasure = self.get_object(request, object_id)  # another tenant's: a 404
+        if not self.has_view_permission(request, erasure):
+            raise PermissionDenied
+        return HttpResponseRedirect(
+            reverse("admin:privacy_erasurerequest_status", args=[erasure.pk])
+        )
 
     @admin.display(description="progress")
     def progress_bar(self, erasure: ErasureRequest) -> str:
@@ -295,6 +324,11 @@ class ErasureRequestAdmin(OfficerViewable, TenantScopedAdmin):
             "tenant": tenant,
             "preview": preview,
             "rows": [row for row in kind_rows(preview.counts) if row["count"]],
+            "person_url": (
+                person_url(preview.subject.kind.value, preview.subject.id, tenant.id)
+                if preview.subject.kind != SubjectKind.CONVERSATION
+                else None
+            ),
         }
         return TemplateResponse(request, "admin/privacy/erasurerequest/preview.html", context)
 
@@ -347,6 +381,9 @@ class ErasureRequestAdmin(OfficerViewable, TenantScopedAdmin):
                 json.dumps(erasure.receipt, indent=2, sort_keys=True) if erasure.receipt else None
             ),
             "receipt_rows": kind_rows((erasure.receipt or {}).get("counts_by_kind", {})),
+            "requested_by": principal_names(request, [erasure.requested_by]).get(
+                erasure.requested_by, erasure.requested_by
+            ),
             "progress_url": reverse("admin:privacy_erasurerequest_progress", args=[erasure.pk]),
         }
         return TemplateResponse(request, "admin/privacy/erasurerequest/status.html", context)

@@ -253,3 +253,26 @@ def test_an_officer_checks_whether_an_id_was_erased(client, world):
     assert "Yes:" in yes
     assert "No: no erasure" in no
     assert reverse("admin:privacy_erasurerequest_status", args=[erasure.pk]) not in no
+
+
+@pytest.mark.django_db
+def test_an_erasures_own_page_is_its_status_page_and_dates_read_plainly(client, world):
+    from privacy.services import erasure_start
+
+    officer = _staff("officer-dates", officer=True)
+    client.force_login(officer)
+    erasure = erasure_start(
+        tenant_id=world.tenant.id,
+        target_kind="participant",
+        target_id="p-dates",
+        reason="asked",
+        requested_by=f"staff:{officer.pk}",
+    )
+    change = client.get(reverse("admin:privacy_erasurerequest_change", args=[erasure.pk]))
+    assert change.status_code == 302
+    assert change["Location"] == reverse("admin:privacy_erasurerequest_status", args=[erasure.pk])
+    listing = client.get(reverse("admin:privacy_erasurerequest_changelist")).content.decode()
+    assert "a.m." not in listing
+    assert "p.m." not in listing
+    status = client.get(change["Location"]).content.decode()
+    assert f'asked by <span title="staff:{officer.pk}">officer-dates</span>' in status
