@@ -27,10 +27,8 @@ from approvals.highlight import highlight
 from approvals.models import Approval, ApprovalStatus
 from approvals.services import Decision, approval_decide, console_principal
 from facts.review_reasons import REASONS
-from kindmem.console import TenantScopedAdmin, console_scope
+from kindmem.console import TenantScopedAdmin, console_scope, person_link
 from kindmem.errors import KindmemError
-
-admin.site.index_template = "admin/approvals/index.html"
 
 
 def tenant_approvals(request: HttpRequest) -> QuerySet[Approval]:
@@ -203,21 +201,28 @@ class ApprovalAdmin(TenantScopedAdmin):
     @admin.display(description="scope · subject")
     def scope_and_subject(self, obj: Approval) -> str:
         fact = obj.revision.fact
-        where = [
-            f"{label} {value}"
-            for label, value in (
-                ("participant", fact.participant_id),
-                ("thread", fact.thread_id),
-                ("user", fact.user.username if fact.user else None),
-                ("project", fact.project.name if fact.project else None),
-            )
-            if value
-        ]
-        subjects = ", ".join(f"{s.kind}:{s.subject_id}" for s in obj.revision.subjects.all())
+        tenant = obj.tenant_id
+        where = []  # (label, value) pairs; a person's value is a link to their page
+        if fact.participant_id:
+            where.append(("participant", person_link("participant", fact.participant_id, tenant)))
+        if fact.thread_id:
+            where.append(("thread", fact.thread_id))
+        if fact.user:
+            where.append(("user", person_link("user", fact.user_id, tenant, fact.user.username)))
+        if fact.project:
+            where.append(("project", fact.project.name))
+        subjects = format_html_join(
+            ", ",
+            "{}",
+            (
+                (person_link(s.kind, s.subject_id, tenant, f"{s.kind}:{s.subject_id}"),)
+                for s in obj.revision.subjects.all()
+            ),
+        )
         return format_html(
             '<span title="{}">{}</span><br><small>about {}</small>',
             ", ".join(f"{k}={v}" for k, v in fact.scope.items()),
-            " · ".join(where) or "tenant-wide",
+            format_html_join(" · ", "{} {}", where) if where else "tenant-wide",
             subjects or "no one",
         )
 

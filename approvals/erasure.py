@@ -6,7 +6,7 @@ from __future__ import annotations
 from django.db.models import Q
 
 from approvals.models import Approval, ApprovalQuerySet
-from kindmem.erasure import BatchResult, ErasureTarget
+from kindmem.erasure import BatchResult, ErasureTarget, StepPreview
 from kindmem.models import SubjectKind
 
 ERASED_MARK = "erased"
@@ -14,6 +14,13 @@ ERASED_MARK = "erased"
 
 def _about(target: ErasureTarget) -> ApprovalQuerySet:
     return Approval.objects.of_tenant(target.tenant_id).about(target.subject)
+
+
+def _decided_by(target: ErasureTarget) -> ApprovalQuerySet:
+    # Decisions the user took as a reviewer are not about them, but name them.
+    return Approval.objects.of_tenant(target.tenant_id).filter(
+        Q(decided_by__contains=target.id) | Q(decided_by_user_id=target.subject.user_uuid)
+    )
 
 
 def erase_batch(target: ErasureTarget, limit: int) -> BatchResult:
@@ -29,10 +36,7 @@ def erase_batch(target: ErasureTarget, limit: int) -> BatchResult:
     if len(ids) == limit:
         return BatchResult(erased=erased, done=False)
     if target.kind == SubjectKind.USER:
-        # Decisions the user took as a reviewer are not about them, but name them.
-        decided = Approval.objects.of_tenant(target.tenant_id).filter(
-            Q(decided_by__contains=target.id) | Q(decided_by_user_id=target.subject.user_uuid)
-        )
+        decided = _decided_by(target)
         scrubbed = list(decided.order_by("pk").values_list("pk", flat=True)[: limit - len(ids)])
         Approval.objects.filter(pk__in=scrubbed).update(
             decided_by=ERASED_MARK, decided_by_user=None
@@ -43,5 +47,8 @@ def erase_batch(target: ErasureTarget, limit: int) -> BatchResult:
     return BatchResult(erased=erased, done=True)
 
 
-def estimate(target: ErasureTarget) -> int:
-    return _about(target).count()
+def preview(target: ErasureTarget) -> StepPreview:
+    counts = {"approval": _about(target).count()}
+    if target.kind == SubjectKind.USER:
+        counts["reviewer"] = _decided_by(target).exclude(pk__in=_about(target).values("pk")).count()
+    return StepPreview(counts=counts)

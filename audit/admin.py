@@ -5,9 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 from django.contrib import admin
+from django.utils.html import format_html_join
 
 from audit.models import AuditEvent, AuditPolicy
-from kindmem.console import TenantScopedAdmin
+from kindmem.console import TenantScopedAdmin, person_link
 
 
 @admin.register(AuditEvent)
@@ -22,6 +23,7 @@ class AuditEventAdmin(TenantScopedAdmin):
         "principal",
         "agent_id",
         "endpoint",
+        "about",
     ]
     list_filter = ["phase", "outcome", "kind", "principal_kind", "timestamp"]
     search_fields = ["principal", "agent_id", "endpoint"]
@@ -39,6 +41,15 @@ class AuditEventAdmin(TenantScopedAdmin):
             if touching.exists():
                 return touching, False
         return super().get_search_results(request, queryset, search_term)
+
+    @admin.display(description="about")
+    def about(self, event: AuditEvent) -> str:
+        """The people the touched rows are about, each a link to their page."""
+        links = []
+        for subject in event.subjects:
+            kind, _, subject_id = subject.partition(":")
+            links.append((person_link(kind, subject_id, event.tenant_id, subject),))
+        return format_html_join(", ", "{}", links) if links else "—"
 
     def has_add_permission(self, request: Any) -> bool:
         return False

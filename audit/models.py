@@ -96,5 +96,8 @@ class AuditPolicy(models.Model):
         default=False, help_text="Keep the text of search queries in audit events."
     )
 
+    class Meta:
+        verbose_name_plural = "audit policies"
+
     def __str__(self) -> str:
         return f"audit policy of {self.tenant}"

@@ -14,6 +14,7 @@ from django.http import JsonResponse
 from django.utils import timezone
 
 from embeddings.providers import embedder_health
+from kindmem.broker_probe import broker_check
 from kindmem.models import WorkerHeartbeat
 
 
@@ -32,7 +33,7 @@ def healthz(request: Any) -> JsonResponse:
         checks["database"] = {"ok": True, "pgvector": row[0] if row else None}
     except Exception as exc:  # a health check reports every failure, whatever its kind
         checks["database"] = {"ok": False, "error": exc.__class__.__name__}
-    checks["broker"] = _broker_check()
+    checks["broker"] = broker_check()
     # Reported, never fatal: without embeddings keyword search and writes still work. Imported
     # here because kindmem otherwise never reaches into facts (imports run kindmem <- facts).
     checks["embedder"] = embedder_health()
@@ -100,14 +101,3 @@ def _alive(pid: object) -> bool:
     except PermissionError:
         return True
     return True
-
-
-def _broker_check() -> dict[str, Any]:
-    from config.celery import app
-
-    try:
-        with app.connection_for_write() as conn:
-            conn.ensure_connection(max_retries=1, timeout=2)
-        return {"ok": True, "transport": conn.transport_cls}
-    except Exception as exc:  # a health check reports every failure, whatever its kind
-        return {"ok": False, "error": exc.__class__.__name__}

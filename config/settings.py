@@ -174,6 +174,8 @@ AUTH_PASSWORD_VALIDATORS = [
 ]
 
 LANGUAGE_CODE = "en-us"
+# kindmem/formats/en: 24-hour dates without the "a.m.." the English defaults give the console.
+FORMAT_MODULE_PATH = ["kindmem.formats"]
 TIME_ZONE = "UTC"
 USE_I18N = True
 USE_TZ = True

@@ -17,7 +17,7 @@ from facts.models import (
     SweepReport,
     WritePolicy,
 )
-from kindmem.console import TenantScopedAdmin
+from kindmem.console import TenantScopedAdmin, person_link
 
 
 class ReadOnlyAdmin(TenantScopedAdmin):
@@ -71,12 +71,22 @@ class RevisionTimeline(admin.TabularInline):
 
 @admin.register(Fact)
 class FactAdmin(ReadOnlyAdmin):
-    list_display = ["id", "type", "tenant", "project", "participant_id", "user", "created_at"]
+    list_display = ["id", "type", "tenant", "project", "participant", "person_user", "created_at"]
     list_filter = ["tenant", "type", "created_at"]
     # "=" keeps each lookup exact and indexed; subject ids find what a person's facts are.
     search_fields = ["=id", "=participant_id", "=thread_id", "=revisions__subjects__subject_id"]
     list_select_related = ["tenant", "project", "user"]
     inlines = [RevisionTimeline]
+
+    @admin.display(description="participant", ordering="participant_id")
+    def participant(self, fact: Fact) -> str:
+        return person_link("participant", fact.participant_id, fact.tenant_id)
+
+    @admin.display(description="user", ordering="user")
+    def person_user(self, fact: Fact) -> str:
+        if fact.user is None:
+            return "—"
+        return person_link("user", fact.user_id, fact.tenant_id, fact.user.username)
 
 
 class SubjectInline(admin.TabularInline):
@@ -117,10 +127,14 @@ class RevisionAdmin(ReadOnlyAdmin):
 
 @admin.register(Subject)
 class SubjectAdmin(ReadOnlyAdmin):
-    list_display = ["kind", "subject_id", "fact", "revision", "tenant"]
+    list_display = ["kind", "person", "fact", "revision", "tenant"]
     list_filter = ["tenant", "kind"]
     search_fields = ["=subject_id", "=fact__id"]
     list_select_related = ["tenant", "fact", "revision"]
+
+    @admin.display(description="subject", ordering="subject_id")
+    def person(self, subject: Subject) -> str:
+        return person_link(subject.kind, subject.subject_id, subject.tenant_id)
 
 
 @admin.register(Link)

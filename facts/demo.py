@@ -11,27 +11,19 @@ def demo_facts_seed(*, principal: Principal, project: Project) -> list[services.
     """Write the demo facts through the services. Safe to call again: the same content in the
     same scope is deduplicated (`unchanged`), so a refresh adds nothing."""
     in_project = {"project_id": str(project.id)}
+    customer = {**in_project, "participant_id": "demo-customer-1"}
+    # (type, content, scope, slot): the slot is the fact's `key`, not part of what it says.
     facts = [
-        (
-            "product-insight",
-            {"text": "Customers ask for a dark mode in the mobile app."},
-            in_project,
-        ),
-        (
-            "preference",
-            {"text": "Prefers answers in Portuguese.", "key": "language"},
-            {**in_project, "participant_id": "demo-customer-1"},
-        ),
-        (
-            "preference",
-            {"text": "Uses the Pro plan, billed yearly.", "key": "plan"},
-            {**in_project, "participant_id": "demo-customer-1"},
-        ),
-        ("policy", {"text": "Refunds are possible within 30 days of purchase."}, {}),
+        ("product-insight", "Customers ask for a dark mode in the mobile app.", in_project, None),
+        ("preference", "Prefers answers in Portuguese.", customer, "language"),
+        ("preference", "Uses the Pro plan, billed yearly.", customer, "plan"),
+        ("policy", "Refunds are possible within 30 days of purchase.", {}, None),
     ]
     results = [
-        services.fact_create(principal=principal, type=type_, content=content, scope=scope)
-        for type_, content, scope in facts
+        services.fact_create(
+            principal=principal, type=type_, content={"text": text}, scope=scope, key=key
+        )
+        for type_, text, scope, key in facts
     ]
     first, plan = results[0], results[2]
     services.link_create(

@@ -18,10 +18,12 @@ wrote, verified or invalidated (`attributed_id`, `verified_by`, `invalidated_by`
 
 from __future__ import annotations
 
-from django.db.models import Exists, OuterRef, Q
+from typing import Any
+
+from django.db.models import Exists, OuterRef, Q, QuerySet
 
 from facts.models import Fact, FactQuerySet, Link, Revision, Subject
-from kindmem.erasure import BatchResult, ErasureTarget
+from kindmem.erasure import HELD_SHOWN, BatchResult, ErasureTarget, StepPreview
 from kindmem.models import SubjectKind
 
 ERASED_MARK = "erased"
@@ -32,14 +34,16 @@ def facts_about(target: ErasureTarget) -> FactQuerySet:
     return Fact.objects.of_tenant(target.tenant_id).about(target.subject)
 
 
-def _held_revisions(target: ErasureTarget) -> list[dict[str, str]]:
-    held = (
-        Revision.objects.filter(
-            tenant_id=target.tenant_id, legal_hold=True, fact__in=facts_about(target)
-        )
-        .order_by("fact_id", "version")
-        .values_list("id", "fact_id", "version")
+def _held(target: ErasureTarget) -> QuerySet[Revision]:
+    return Revision.objects.filter(
+        tenant_id=target.tenant_id, legal_hold=True, fact__in=facts_about(target)
     )
+
+
+def _held_revisions(target: ErasureTarget, limit: int | None = None) -> list[dict[str, Any]]:
+    held = _held(target).order_by("fact_id", "version").values_list("id", "fact_id", "version")
+    if limit is not None:
+        held = held[:limit]
     return [
         {"kind": "revision", "id": str(rid), "fact_id": str(fid), "version": v, "hold": "legal"}
         for rid, fid, v in held
@@ -51,19 +55,18 @@ def _held_revisions(target: ErasureTarget) -> list[dict[str, str]]:
 _PROVENANCE_COLUMNS = ("attributed_id", "verified_by", "invalidated_by")
 
 
+def _naming_user(target: ErasureTarget) -> QuerySet[Revision]:
+    naming = Q()
+    for column in _PROVENANCE_COLUMNS:
+        naming |= Q(**{f"{column}__contains": target.id})
+    return Revision.objects.filter(tenant_id=target.tenant_id).filter(naming)
+
+
 def _scrub_attribution(target: ErasureTarget, limit: int) -> list[str]:
     """Take a Kindgi user's id, in any spelling, off the provenance of at most `limit`
     revisions."""
     uid = target.id
-    naming = Q()
-    for column in _PROVENANCE_COLUMNS:
-        naming |= Q(**{f"{column}__contains": uid})
-    ids = list(
-        Revision.objects.filter(tenant_id=target.tenant_id)
-        .filter(naming)
-        .order_by("id")
-        .values_list("id", flat=True)[:limit]
-    )
+    ids = list(_naming_user(target).order_by("id").values_list("id", flat=True)[:limit])
     revisions = Revision.objects.filter(pk__in=ids)
     for column in _PROVENANCE_COLUMNS:
         revisions.filter(**{f"{column}__contains": uid}).update(**{column: ERASED_MARK})
@@ -106,9 +109,22 @@ def erase_batch(target: ErasureTarget, limit: int) -> BatchResult:
     return BatchResult(erased=erased, done=True, held=_held_revisions(target))
 
 
-def estimate(target: ErasureTarget) -> int:
-    """Rows this step will erase (revisions, links and facts), for the progress bar."""
+def preview(target: ErasureTarget) -> StepPreview:
+    """What `erase_batch` would erase now: every revision not under legal hold, the facts left
+    without revisions (a fact with a held revision stays) and their links; for a Kindgi user,
+    the other revisions whose provenance names them. Counts only, in a few queries."""
     facts = facts_about(target)
-    revisions = Revision.objects.filter(fact__in=facts, legal_hold=False).count()
-    links = Link.objects.filter(Q(source__in=facts) | Q(target__in=facts)).count()
-    return revisions + links + facts.count()
+    gone = facts.exclude(Exists(Revision.objects.filter(fact_id=OuterRef("pk"), legal_hold=True)))
+    counts = {
+        "fact": gone.count(),
+        "revision": Revision.objects.filter(fact__in=facts, legal_hold=False).count(),
+        "link": Link.objects.filter(Q(source__in=gone) | Q(target__in=gone)).count(),
+    }
+    if target.kind == SubjectKind.USER:
+        kept = _naming_user(target).exclude(Q(fact__in=facts) & Q(legal_hold=False))
+        counts["attribution"] = kept.count()
+    return StepPreview(
+        counts=counts,
+        held=_held_revisions(target, limit=HELD_SHOWN),
+        held_count=_held(target).count(),
+    )

@@ -12,7 +12,7 @@ from django.contrib.auth.models import Group
 from django.http import HttpRequest
 
 from kindmem import services
-from kindmem.console import TenantScopedAdmin, is_platform_staff
+from kindmem.console import TenantScopedAdmin, is_platform_staff, person_link
 from kindmem.errors import ValidationFailed
 from kindmem.models import Agent, ApiKey, Org, Project, Run, Tenant, User, WorkerHeartbeat
 
@@ -193,8 +193,8 @@ class RunAdmin(TenantScopedAdmin):
         "id",
         "agent",
         "project",
-        "participant_id",
-        "user",
+        "participant",
+        "person_user",
         "thread_id",
         "created_at",
         "expires_at",
@@ -210,10 +210,28 @@ class RunAdmin(TenantScopedAdmin):
     def has_change_permission(self, request: Any, obj: Any = None) -> bool:
         return False
 
+    @admin.display(description="participant", ordering="participant_id")
+    def participant(self, run: Run) -> str:
+        return person_link("participant", run.participant_id, run.tenant_id)
+
+    @admin.display(description="user", ordering="user")
+    def person_user(self, run: Run) -> str:
+        if run.user is None:
+            return "—"
+        return person_link("user", run.user_id, run.tenant_id, run.user.username)
+
 
 @admin.register(WorkerHeartbeat)
 class WorkerHeartbeatAdmin(TenantScopedAdmin):
+    """Written by the workers' heartbeat task only: read here, never added or edited."""
+
     list_display = ["hostname", "seen_at"]
     list_filter = ["seen_at"]
     search_fields = ["hostname"]
     list_select_related: list[str] = []
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False

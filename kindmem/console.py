@@ -20,7 +20,10 @@ preselected and hidden (`confine_tenant_field`).
 
 from __future__ import annotations
 
+import uuid
+from collections.abc import Iterable
 from typing import Any
+from urllib.parse import urlencode
 
 from django import forms
 from django.contrib import admin
@@ -31,6 +34,7 @@ from django.contrib.admin.utils import (
 )
 from django.db.models import Model, QuerySet
 from django.http import Http404, HttpRequest
+from django.utils.html import format_html
 
 from kindmem.models import Tenant
 from kindmem.row_security import ALL_TENANTS, console_tenant
@@ -210,3 +214,75 @@ class TenantScopedAdmin(admin.ModelAdmin):
                     continue
             scoped.append((path, filter_class))
         return scoped
+
+
+def principal_names(request: HttpRequest, principals: Iterable[str]) -> dict[str, str]:
+    """A readable name for each principal string of the audit stream and the decision columns
+    ("staff:<user id>", "user:<user id>", "admin:<key id>", "app:<key id>", "run:<run id>"),
+    from the staff member's tenant only, in at most three queries whatever their number.
+    An id that names nothing visible keeps its string: it is shown as it is."""
+    from kindmem.models import ApiKey, Run, User
+
+    wanted: dict[str, set[uuid.UUID]] = {"person": set(), "key": set(), "run": set()}
+    parsed: dict[str, tuple[str, uuid.UUID]] = {}
+    for principal in set(principals):
+        kind, _, rest = principal.partition(":")
+        try:
+            pk = uuid.UUID(rest)
+        except ValueError:
+            continue
+        group = {"staff": "person", "run": "run"}.get(kind, "key")
+        # A reviewer's decision names the user ("user:<id>"); an API call, the user's key.
+        parsed[principal] = (group, pk)
+        wanted[group].add(pk)
+        if kind == "user":
+            wanted["person"].add(pk)
+    users = {
+        u.pk: u.get_username()
+        for u in console_scope(request, User.objects.filter(pk__in=wanted["person"]))
+    }
+    keys = {
+        k.pk: f"{k.name} ({k.kind} key)"
+        for k in console_scope(request, ApiKey.objects.filter(pk__in=wanted["key"]))
+    }
+    runs = {
+        r.pk: f"a run of {r.agent.agent_id}"
+        for r in console_scope(
+            request, Run.objects.filter(pk__in=wanted["run"]).select_related("agent")
+        )
+    }
+    names: dict[str, str] = {}
+    for principal, (group, pk) in parsed.items():
+        if group == "person" and pk in users:
+            names[principal] = users[pk]
+        elif group == "run" and pk in runs:
+            names[principal] = runs[pk]
+        elif pk in keys:
+            names[principal] = keys[pk]
+        elif pk in users:
+            names[principal] = users[pk]
+    return names
+
+
+def person_url(kind: str, subject_id: str, tenant_id: Any = None) -> str:
+    """The console page of everything kindmem knows about a person (privacy's person page,
+    reached by URL name: the console is the one place that wires every app together)."""
+    from django.urls import reverse
+
+    query = {"subject": f"{kind}:{subject_id}"}
+    if tenant_id is not None:
+        query["tenant"] = str(tenant_id)
+    return f"{reverse('admin:privacy_person')}?{urlencode(query)}"
+
+
+def person_link(kind: str, subject_id: Any, tenant_id: Any = None, label: str = "") -> str:
+    """A person's id (or `label`) as a link to their page; "—" for no one."""
+    if subject_id in (None, ""):
+        return "—"
+    return format_html(
+        '<a href="{}" class="person-link" title="{}:{}">{}</a>',
+        person_url(kind, str(subject_id), tenant_id),
+        kind,
+        subject_id,
+        label or subject_id,
+    )

@@ -2,8 +2,10 @@
 
 Each app erases what it holds about a subject in its own module, as a *step*: `erase_batch`
 erases at most `limit` rows about the target inside the runner's transaction and says whether
-anything is left; `estimate` counts what it expects to erase (the progress bar). The privacy
-app runs the steps in order (`privacy/erasure.py`); the steps never import privacy.
+anything is left; `preview` counts, per kind of row, what it would erase now and what it would
+keep under legal hold, writing nothing (the erasure preview of the console and the API, and the
+progress bar's total). The privacy app runs the steps in order (`privacy/erasure.py`); the
+steps never import privacy.
 """
 
 from __future__ import annotations
@@ -45,9 +47,23 @@ class BatchResult:
     held: list[dict[str, Any]] = field(default_factory=list)  # kept, and why (legal hold)
 
 
+@dataclass
+class StepPreview:
+    """What a step would do now: rows per kind (the kinds of `BatchResult.erased`, so a
+    preview and the receipt's `counts_by_kind` speak of the same things), and what it keeps."""
+
+    counts: dict[str, int]
+    held: list[dict[str, Any]] = field(default_factory=list)  # at most HELD_SHOWN
+    held_count: int = 0
+
+
+# A preview lists at most this many held items (it counts them all).
+HELD_SHOWN = 100
+
+
 class ErasureStep(Protocol):
     """What a step module provides."""
 
     def erase_batch(self, target: ErasureTarget, limit: int) -> BatchResult: ...
 
-    def estimate(self, target: ErasureTarget) -> int: ...
+    def preview(self, target: ErasureTarget) -> StepPreview: ...

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import uuid
 
-from kindmem.erasure import BatchResult, ErasureTarget
+from kindmem.erasure import BatchResult, ErasureTarget, StepPreview
 from kindmem.errors import Forbidden, InvalidFact
 from kindmem.models import Thread
 
@@ -129,5 +129,6 @@ def erase_batch(target: ErasureTarget, limit: int) -> BatchResult:
     return BatchResult(erased=[f"thread:{i}" for i in ids], done=len(ids) < limit)
 
 
-def estimate(target: ErasureTarget) -> int:
-    return Thread.objects.filter(tenant_id=target.tenant_id).about(target.subject).count()
+def preview(target: ErasureTarget) -> StepPreview:
+    threads = Thread.objects.filter(tenant_id=target.tenant_id).about(target.subject)
+    return StepPreview(counts={"thread": threads.count()})

@@ -13,6 +13,7 @@ import hashlib
 import logging
 import time
 import uuid
+from dataclasses import dataclass
 from typing import Any
 
 from django.conf import settings
@@ -21,10 +22,11 @@ from django.db.models import F
 from django.utils import timezone
 
 from approvals import erasure as approvals_erasure
+from audit.models import AuditEvent
 from audit.services import audit_subject_scrub
 from facts import erasure as facts_erasure
 from kindmem import threads
-from kindmem.erasure import BatchResult, ErasureStep, ErasureTarget
+from kindmem.erasure import HELD_SHOWN, BatchResult, ErasureStep, ErasureTarget, StepPreview
 from kindmem.errors import ValidationFailed
 from kindmem.models import ErasureHold
 from kindmem.subjects import Subject
@@ -51,8 +53,11 @@ class _AuditStep:
         return BatchResult(erased=["audit-event:scrubbed"] * scrubbed, done=True)
 
     @staticmethod
-    def estimate(target: ErasureTarget) -> int:
-        return 0
+    def preview(target: ErasureTarget) -> StepPreview:
+        # The events about the person (what "who read my data" lists); the scrub also takes
+        # the id out of other events' query texts, which a preview does not search.
+        events = AuditEvent.objects.of_tenant(target.tenant_id).about_subject(str(target))
+        return StepPreview(counts={"audit-event": events.count()})
 
 
 # The steps, in order (each app's `erasure` module, imported: none is found by name).
@@ -68,9 +73,70 @@ STEPS: list[tuple[str, ErasureStep]] = [
 ]
 
 
+@dataclass(frozen=True)
+class ErasurePreview:
+    """What erasing `subject` would do now, written nowhere: rows per kind (the receipt's
+    `counts_by_kind` kinds), the items legal hold would keep, the erasure already under way
+    (starting again answers it) and the finished erasures of the same subject (found by
+    their target reference, since they forgot the id)."""
+
+    subject: Subject
+    counts: dict[str, int]
+    held: list[dict[str, Any]]
+    held_count: int
+    unfinished: ErasureRequest | None
+    erased_before: list[ErasureRequest]
+
+    @property
+    def total(self) -> int:
+        return sum(self.counts.values())
+
+    @property
+    def nothing_matches(self) -> bool:
+        """Nothing in the tenant is about this id: often a typo, which an erasure would
+        "complete" with every count at zero."""
+        return self.total == 0 and self.held_count == 0
+
+
+def _steps_preview(target: ErasureTarget) -> StepPreview:
+    """Every step's preview, added up per kind."""
+    counts: dict[str, int] = {}
+    held: list[dict[str, Any]] = []
+    held_count = 0
+    for _name, step in STEPS:
+        found = step.preview(target)
+        for kind, count in found.counts.items():
+            counts[kind] = counts.get(kind, 0) + count
+        held += found.held
+        held_count += found.held_count
+    return StepPreview(
+        counts=dict(sorted(counts.items())), held=held[:HELD_SHOWN], held_count=held_count
+    )
+
+
+def erasure_preview(*, tenant_id: uuid.UUID, subject: Subject) -> ErasurePreview:
+    """The one preview of an erasure, for the console's start page and `POST /v1/erasures?
+    dry_run=true`: each step's `preview` (a few counting queries each) and the erasures of
+    the same subject; nothing is written."""
+    target = ErasureTarget(tenant_id, subject.kind, subject.id)
+    steps = _steps_preview(target)
+    erasures = list(
+        ErasureRequest.objects.of_subject(tenant_id, target.subject).order_by("created_at")
+    )
+    unfinished = [e for e in erasures if e.status in (RequestStatus.PENDING, RequestStatus.RUNNING)]
+    return ErasurePreview(
+        subject=target.subject,
+        counts=steps.counts,
+        held=steps.held,
+        held_count=steps.held_count,
+        unfinished=unfinished[0] if unfinished else None,
+        erased_before=[e for e in reversed(erasures) if e.status == RequestStatus.COMPLETED],
+    )
+
+
 def erasure_estimate(target: ErasureTarget) -> int:
     """How many rows the steps expect to erase: the progress bar's total."""
-    return sum(step.estimate(target) for _name, step in STEPS)
+    return sum(_steps_preview(target).counts.values())
 
 
 def _digest(previous: str, erased: list[str]) -> str:
@@ -175,6 +241,7 @@ def _erasure_finish(erasure_id: uuid.UUID) -> ErasureRequest:
     request.receipt = {
         "erasure_id": str(request.id),
         "target_kind": request.target_kind,
+        "target_reference": request.target_reference,
         "reason": request.reason,
         "requested_by": request.requested_by,
         "started_at": request.started_at.isoformat() if request.started_at else None,

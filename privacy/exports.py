@@ -74,7 +74,7 @@ from approvals.models import Approval
 from audit.models import AuditEvent
 from facts.erasure import facts_about
 from facts.models import Link, Revision
-from kindmem.erasure import BatchResult, ErasureTarget
+from kindmem.erasure import BatchResult, ErasureTarget, StepPreview
 from kindmem.models import Run, SubjectKind
 from privacy.models import AccessRequest, ErasureRequest
 from recall.erasure import conversations_of
@@ -451,5 +451,5 @@ def erase_batch(target: ErasureTarget, limit: int) -> BatchResult:
     return BatchResult(erased=[f"access-request:{i}" for i in ids], done=len(ids) < limit)
 
 
-def estimate(target: ErasureTarget) -> int:
-    return _requests_for(target).count()
+def preview(target: ErasureTarget) -> StepPreview:
+    return StepPreview(counts={"access-request": _requests_for(target).count()})

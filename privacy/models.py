@@ -9,6 +9,8 @@ from django.db.models import Q
 from django.utils import timezone
 
 from kindmem.models import SubjectKind, Tenant
+from kindmem.subjects import Subject
+from privacy.receipts import subject_references
 
 
 class RequestStatus(models.TextChoices):
@@ -16,6 +18,17 @@ class RequestStatus(models.TextChoices):
     RUNNING = "running"
     COMPLETED = "completed"
     FAILED = "failed"
+
+
+class ErasureRequestQuerySet(models.QuerySet):
+    def of_subject(self, tenant_id: uuid.UUID, subject: Subject) -> ErasureRequestQuerySet:
+        """The tenant's erasures of `subject`, finished ones included (they have forgotten its
+        id and are found by their target reference, `privacy/receipts.py`)."""
+        return self.filter(
+            tenant_id=tenant_id,
+            target_kind=subject.kind.value,
+            target_reference__in=subject_references(tenant_id=tenant_id, subject=subject),
+        )
 
 
 class ErasureRequest(models.Model):
@@ -27,6 +40,9 @@ class ErasureRequest(models.Model):
     target_kind = models.CharField(max_length=20, choices=SubjectKind.choices)
     # Cleared when the erasure completes: the receipt keeps no personal data.
     target_id = models.CharField(max_length=200, blank=True)
+    # Kept for good: a keyed hash of the target (privacy/receipts.py), so "was this id
+    # erased?" has an answer without the id. Blank on erasures from before it existed.
+    target_reference = models.CharField(max_length=64, blank=True)
     reason = models.TextField()
     requested_by = models.CharField(max_length=200)
     status = models.CharField(
@@ -42,6 +58,8 @@ class ErasureRequest(models.Model):
     total_estimate = models.PositiveIntegerField(default=0)
     receipt = models.JSONField(null=True, blank=True)
     error = models.TextField(blank=True)
+
+    objects = ErasureRequestQuerySet.as_manager()
 
     class Meta:
         constraints = [
@@ -59,6 +77,8 @@ class ErasureRequest(models.Model):
                 name="erasure_unfinished",
                 condition=Q(status__in=["pending", "running"]),
             ),
+            # ErasureRequest.objects.of_subject: "was this id erased?"
+            models.Index(fields=["tenant", "target_reference"], name="erasure_by_reference"),
         ]
 
     def __str__(self) -> str:

@@ -11,7 +11,15 @@ PRIVACY_OFFICER_GROUP = "privacy-officer"
 
 
 def is_privacy_officer(user: Any) -> bool:
-    return bool(user) and user.groups.filter(name=PRIVACY_OFFICER_GROUP).exists()
+    """Whether `user` is in the privacy-officer group. Remembered on the user object, which
+    lives for one request: a console page asks once per privacy page in its navigation."""
+    if not user:
+        return False
+    known = getattr(user, "_kindmem_privacy_officer", None)
+    if known is None:
+        known = user.groups.filter(name=PRIVACY_OFFICER_GROUP).exists()
+        user._kindmem_privacy_officer = known
+    return known
 
 
 class IsPrivacyOfficer(HasCredential):

@@ -39,6 +39,60 @@ class ErasureCreateInput(StrictSerializer):
         return attrs
 
 
+class ErasureQueryInput(serializers.Serializer):
+    dry_run = serializers.BooleanField(
+        default=False,
+        help_text=(
+            "true: answer what this erasure would erase now (counts per kind, what legal hold "
+            "would keep, whether anything matches the id at all) and start nothing."
+        ),
+    )
+
+
+class ErasurePreviewInput(ErasureCreateInput):
+    """A dry run takes the same body; its reason may be left out."""
+
+    reason = TextField(max_length=2000, required=False, default="")
+
+
+class HeldItemOutput(serializers.Serializer):
+    kind = serializers.CharField()
+    id = serializers.CharField()
+    fact_id = serializers.CharField()
+    version = serializers.IntegerField()
+    hold = serializers.CharField()
+
+
+class ErasedBeforeOutput(serializers.Serializer):
+    id = serializers.UUIDField()
+    finished_at = serializers.DateTimeField(allow_null=True)
+
+
+class ErasurePreviewOutput(serializers.Serializer):
+    dry_run = serializers.BooleanField(default=True)
+    target_kind = serializers.CharField(source="subject.kind")
+    target_id = serializers.CharField(source="subject.id")
+    nothing_matches = serializers.BooleanField(
+        help_text="Nothing in the tenant is about this id (often a typo): every count is 0."
+    )
+    counts = serializers.DictField(
+        child=serializers.IntegerField(),
+        help_text="Rows the erasure would erase, per kind (the receipt's `counts_by_kind`).",
+    )
+    total = serializers.IntegerField()
+    held = HeldItemOutput(many=True, help_text="Kept under legal hold (at most 100 listed).")
+    held_count = serializers.IntegerField()
+    unfinished_erasure_id = serializers.UUIDField(
+        source="unfinished.id",
+        allow_null=True,
+        default=None,
+        help_text="An erasure of this target already under way: starting again answers it.",
+    )
+    erased_before = ErasedBeforeOutput(
+        many=True, help_text="Completed erasures of this target, found by their reference."
+    )
+
+
 class ProgressOutput(serializers.Serializer):
     done = serializers.IntegerField()
     total = serializers.IntegerField()
@@ -51,6 +105,9 @@ class ErasureOutput(serializers.Serializer):
     target_id = serializers.CharField(help_text="Empty once the erasure completes.")
     reason = serializers.CharField()
     requested_by = serializers.CharField()
+    target_reference = serializers.CharField(
+        help_text="A keyed hash of the target, kept after it completes: recognises the id."
+    )
     created_at = serializers.DateTimeField()
     started_at = serializers.DateTimeField(allow_null=True)
     finished_at = serializers.DateTimeField(allow_null=True)

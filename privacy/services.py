@@ -19,6 +19,7 @@ from kindmem.errors import LinkExpired, NotFound, ValidationFailed
 from kindmem.models import ErasureHold, SubjectKind
 from kindmem.subjects import Subject
 from privacy.models import AccessRequest, ErasureRequest, RequestStatus
+from privacy.receipts import subject_reference
 
 
 @transaction.atomic
@@ -52,6 +53,7 @@ def erasure_start(
         tenant_id=tenant_id,
         target_kind=target_kind,
         target_id=target_id,
+        target_reference=subject_reference(tenant_id=tenant_id, subject=subject),
         reason=reason,
         requested_by=requested_by,
         status=RequestStatus.PENDING,
@@ -85,6 +87,17 @@ class Actor:
 def _audit(actor: Actor, *, subject: str, object_id: uuid.UUID, endpoint: str) -> None:
     note = AuditNote(phase=Phase.READ, kind="access-export")
     note.touch(ids=[object_id], subjects=[subject])
+    audit_record(principal=actor, note=note, outcome=Outcome.SUCCESS, endpoint=endpoint)  # type: ignore[arg-type]
+
+
+@transaction.atomic
+def person_page_audit(
+    *, actor: Actor, subject: str, object_ids: list[Any], endpoint: str = "GET console person"
+) -> None:
+    """A staff member opened a person's page: a read of everything shown about them (phase
+    read, kind "person"), so the person's access export lists staff reads as well."""
+    note = AuditNote(phase=Phase.READ, kind="person")
+    note.touch(ids=object_ids, subjects=[subject])
     audit_record(principal=actor, note=note, outcome=Outcome.SUCCESS, endpoint=endpoint)  # type: ignore[arg-type]
 
 

@@ -19,7 +19,9 @@ from rest_framework.views import APIView
 from kindmem.errors import NotFound
 from kindmem.permissions import principal_of
 from kindmem.serializers import ErrorOutput
+from kindmem.subjects import Subject
 from privacy import services
+from privacy.erasure import erasure_preview
 from privacy.models import AccessRequest, ErasureRequest, RequestStatus
 from privacy.permissions import IsPrivacyOfficer
 from privacy.serializers import (
@@ -28,6 +30,9 @@ from privacy.serializers import (
     DownloadInput,
     ErasureCreateInput,
     ErasureOutput,
+    ErasurePreviewInput,
+    ErasurePreviewOutput,
+    ErasureQueryInput,
 )
 
 ERRORS = {400: ErrorOutput, 401: ErrorOutput, 403: ErrorOutput, 404: ErrorOutput}
@@ -44,12 +49,29 @@ class ErasureListView(APIView):
     permission_classes = [IsPrivacyOfficer]
 
     @extend_schema(
-        request=ErasureCreateInput, responses={202: ErasureOutput, **ERRORS}, tags=["privacy"]
+        request=ErasureCreateInput,
+        parameters=[ErasureQueryInput],
+        responses={
+            202: ErasureOutput,
+            200: OpenApiResponse(
+                ErasurePreviewOutput, description="`dry_run=true`: the preview; nothing started."
+            ),
+            **ERRORS,
+        },
+        tags=["privacy"],
     )
     def post(self, request: Request) -> Response:
         """Erase everything about a person or a conversation. Reads of their data return
-        nothing and writes for them answer `erasure-in-progress` from this response on."""
+        nothing and writes for them answer `erasure-in-progress` from this response on.
+
+        With `?dry_run=true`, nothing is started or written: the answer (200) is what the
+        erasure would erase now, per kind, what legal hold would keep, and whether the id
+        matches anything at all (`nothing_matches`), the same preview as the console's."""
         principal = principal_of(request)
+        query = ErasureQueryInput(data=request.query_params.dict())
+        query.is_valid(raise_exception=True)
+        if query.validated_data["dry_run"]:
+            return self._preview(request, principal)
         data = ErasureCreateInput(data=request.data)
         data.is_valid(raise_exception=True)
         erasure = services.erasure_start(
@@ -60,6 +82,15 @@ class ErasureListView(APIView):
             requested_by=principal.id,
         )
         return Response(ErasureOutput(erasure).data, status=status.HTTP_202_ACCEPTED)
+
+    def _preview(self, request: Request, principal: Any) -> Response:
+        data = ErasurePreviewInput(data=request.data)
+        data.is_valid(raise_exception=True)
+        subject = Subject.parse(
+            data.validated_data["target_kind"], data.validated_data["target_id"]
+        )
+        preview = erasure_preview(tenant_id=principal.tenant_id, subject=subject)
+        return Response(ErasurePreviewOutput(preview).data)
 
 
 class ErasureDetailView(APIView):

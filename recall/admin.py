@@ -8,7 +8,7 @@ from django.contrib import admin
 from django.urls import reverse
 from django.utils.html import format_html
 
-from kindmem.console import TenantScopedAdmin
+from kindmem.console import TenantScopedAdmin, person_link
 from recall.models import Conversation, Message
 
 
@@ -49,8 +49,8 @@ class ConversationAdmin(ReadOnlyAdmin):
         "tenant",
         "agent",
         "project",
-        "participant_id",
-        "user",
+        "participant",
+        "person_user",
         "last_sequence",
         "created_at",
         "messages_link",
@@ -60,6 +60,16 @@ class ConversationAdmin(ReadOnlyAdmin):
     list_select_related = ("tenant", "agent", "project", "user")
     date_hierarchy = "created_at"
     inlines = [MessageInline]
+
+    @admin.display(description="participant", ordering="participant_id")
+    def participant(self, obj: Conversation) -> str:
+        return person_link("participant", obj.participant_id, obj.tenant_id)
+
+    @admin.display(description="user", ordering="user")
+    def person_user(self, obj: Conversation) -> str:
+        if obj.user is None:
+            return "—"
+        return person_link("user", obj.user_id, obj.tenant_id, obj.user.username)
 
     @admin.display(description="messages")
     def messages_link(self, obj: Conversation) -> str:

@@ -9,7 +9,7 @@ of other people in the person's conversation go with it: the conversation is the
 
 from __future__ import annotations
 
-from kindmem.erasure import BatchResult, ErasureTarget
+from kindmem.erasure import BatchResult, ErasureTarget, StepPreview
 from recall.models import Conversation, Message
 from recall.querysets import ConversationQuerySet
 
@@ -42,7 +42,12 @@ def erase_batch(target: ErasureTarget, limit: int) -> BatchResult:
     return BatchResult(erased=erased, done=True)
 
 
-def estimate(target: ErasureTarget) -> int:
-    """Rows this step will erase (messages and conversations), for the progress bar."""
+def preview(target: ErasureTarget) -> StepPreview:
+    """Rows this step would erase: the conversations and their messages."""
     conversations = conversations_of(target)
-    return conversations.count() + Message.objects.filter(conversation__in=conversations).count()
+    return StepPreview(
+        counts={
+            "conversation": conversations.count(),
+            "message": Message.objects.filter(conversation__in=conversations).count(),
+        }
+    )

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from django.db.models import QuerySet
 
-from kindmem.erasure import BatchResult, ErasureTarget
+from kindmem.erasure import BatchResult, ErasureTarget, StepPreview
 from kindmem.models import Run
 from runlog.services import log_payloads_erase
 
@@ -26,6 +26,6 @@ def erase_batch(target: ErasureTarget, limit: int) -> BatchResult:
     return BatchResult(erased=[f"run:{run_id}" for run_id in run_ids], done=len(run_ids) < limit)
 
 
-def estimate(target: ErasureTarget) -> int:
-    """Runs this step will clear, for the progress bar."""
-    return _runs(target).count()
+def preview(target: ErasureTarget) -> StepPreview:
+    """Runs whose log payloads this step would clear."""
+    return StepPreview(counts={"run": _runs(target).count()})

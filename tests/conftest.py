@@ -5,6 +5,7 @@ import shutil
 import subprocess
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
@@ -175,7 +176,7 @@ def browser() -> Iterator[Browser]:
 
 @pytest.fixture
 def page(browser: Browser) -> Iterator[Page]:
-    context = browser.new_context()
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
     tab = context.new_page()
     tab.set_default_timeout(10_000)
     yield tab
@@ -187,3 +188,15 @@ def console_login(page: Page, base_url: str, username: str, password: str) -> No
     page.fill("#id_username", username)
     page.fill("#id_password", password)
     page.click("input[type=submit]")
+
+
+# Screenshots the browser tests take, to look at by eye (gitignored with the rest of var/).
+ARTEFACTS = Path(settings.BASE_DIR) / "var" / "test-artefacts"
+
+
+def screenshot(page: Page, name: str) -> Path:
+    """Save the whole page as var/test-artefacts/<name>.png and return its path."""
+    ARTEFACTS.mkdir(parents=True, exist_ok=True)
+    path = ARTEFACTS / f"{name}.png"
+    page.screenshot(path=str(path), full_page=True)
+    return path

@@ -3,6 +3,8 @@ front page's count, tenant isolation and what the reviewer role may not do."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from django.test import Client
 
@@ -52,7 +54,11 @@ def test_the_queue_shows_text_reasons_agent_scope_and_escapes_html(
     assert "instruction-like" in page
     assert "support-bot@1.0.0" in page
     assert "participant_id=participant-1" in page
-    assert "about participant:participant-1" in page
+    # the person is named with a link to their page
+    assert re.search(
+        r'about <a href="[^"]*person/\?subject=participant%3Aparticipant-1[^"]*"', page
+    )
+    assert ">participant:participant-1</a>" in page
     # oldest first
     assert page.index(f'data-approval="{older}"') < page.index(f'data-approval="{newer}"')
 

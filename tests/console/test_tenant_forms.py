@@ -21,6 +21,8 @@ pytestmark = pytest.mark.django_db
 
 ERASURE_START = "admin:privacy_erasurerequest_start"
 ACCESS_START = "admin:privacy_accessrequest_start"
+# The erasure start page's confirmation of its preview (nothing matches these ids).
+CONFIRMED = {"step": "confirm", "nothing_matches_confirmed": "on"}
 
 
 @pytest.fixture
@@ -101,7 +103,13 @@ def test_an_officer_starts_an_erasure_in_their_own_tenant_without_choosing_it(te
     # when they submit it
     response = officer.post(
         reverse(ERASURE_START),
-        {"tenant": tenant, "target_kind": "participant", "target_id": "p-new", "reason": "email"},
+        {
+            "tenant": tenant,
+            "target_kind": "participant",
+            "target_id": "p-new",
+            "reason": "email",
+            **CONFIRMED,
+        },
     )
     # then the erasure is A's
     erasure = ErasureRequest.objects.get(target_id="p-new")
@@ -126,6 +134,7 @@ def test_platform_staff_choose_among_every_tenant(tenants):
             "target_kind": "participant",
             "target_id": "p-root",
             "reason": "ticket",
+            **CONFIRMED,
         },
     )
     assert response.status_code == 302

@@ -33,6 +33,12 @@ def test_an_officer_starts_an_erasure_and_an_access_request_in_their_tenant(
     page.fill("#id_target_id", "participant-browser")
     page.fill("#id_reason", "asked by email")
     page.click("#privacy-start input[type=submit]")
+    # then the preview says nothing matches that id, in A, and B is nowhere on it
+    page.wait_for_selector("#preview-nothing-matches")
+    assert other_world.tenant.name not in page.content()
+    # when they erase it anyway
+    page.check("#id_nothing_matches_confirmed")
+    page.click("#confirm-erasure")
     # then the erasure is accepted for A and its progress page shows
     page.wait_for_selector("#erasure-progress")
     erasure = ErasureRequest.objects.get()

@@ -188,3 +188,70 @@ def test_a_bad_access_request_is_a_validation_error_and_writes_nothing(api, worl
     assert response.json()["code"] == "validation-error"
     assert not AccessRequest.objects.exists()
     assert not AuditEvent.objects.exists()
+
+
+def test_a_dry_run_answers_the_preview_and_starts_nothing(api, world):
+    # given a person with data
+    plant_person(world, "participant-api", "zqapi", facts=1, messages=2, entries=1)
+    # when an admin asks for a dry run of their erasure (with and without a reason)
+    url = reverse("erasures") + "?dry_run=true"
+    answer = api.post(url, ERASURE, format="json", **world.admin.headers)
+    bare = {k: v for k, v in ERASURE.items() if k != "reason"}
+    without_reason = api.post(url, bare, format="json", **world.admin.headers)
+    # then it says what would go, and nothing was started, held or audited
+    assert answer.status_code == 200
+    body = answer.json()
+    assert body["dry_run"] is True
+    assert body["nothing_matches"] is False
+    assert body["counts"]["message"] == 2
+    assert body["counts"]["conversation"] == 1
+    assert body["total"] == sum(body["counts"].values())
+    assert body["held"] == []
+    assert body["unfinished_erasure_id"] is None
+    assert without_reason.json() == body
+    assert not ErasureRequest.objects.exists()
+    assert not ErasureHold.objects.exists()
+    assert not AuditEvent.objects.filter(endpoint__icontains="erasure").exists()
+    # when the erasure is then started and run, its receipt counts what the preview said
+    started = api.post(reverse("erasures"), ERASURE, format="json", **world.admin.headers)
+    erasure_run(erasure_id=started.json()["id"])
+    receipt = ErasureRequest.objects.get().receipt
+    assert receipt["counts_by_kind"] == {k: v for k, v in body["counts"].items() if v}
+    # and a dry run afterwards matches nothing, but names the completed erasure
+    after = api.post(url, ERASURE, format="json", **world.admin.headers).json()
+    assert after["nothing_matches"] is True
+    assert [e["id"] for e in after["erased_before"]] == [started.json()["id"]]
+
+
+def test_a_dry_run_for_an_unknown_id_says_nothing_matches(api, world):
+    url = reverse("erasures") + "?dry_run=1"
+    body = {"target_kind": "participant", "target_id": "participant-nobody"}
+    answer = api.post(url, body, format="json", **world.admin.headers)
+    assert answer.status_code == 200
+    assert answer.json()["nothing_matches"] is True
+    assert answer.json()["total"] == 0
+
+
+@pytest.mark.parametrize(
+    ("query", "body"),
+    [
+        ("?dry_run=maybe", ERASURE),
+        ("?dry_run=true", {**ERASURE, "target_kind": "user", "target_id": "not-a-uuid"}),
+        ("?dry_run=true", {**ERASURE, "extra": "typo"}),
+    ],
+)
+def test_a_bad_dry_run_is_a_validation_error(api, world, query, body):
+    response = api.post(reverse("erasures") + query, body, format="json", **world.admin.headers)
+    assert response.status_code == 400
+    assert response.json()["code"] == "validation-error"
+    assert not ErasureRequest.objects.exists()
+
+
+def test_only_privacy_officers_may_dry_run(api, world):
+    url = reverse("erasures") + "?dry_run=true"
+    refused = [
+        api.post(url, ERASURE, format="json", **world.user_key.headers).status_code,
+        api.post(url, ERASURE, format="json", **world.app.headers).status_code,
+        api.post(url, ERASURE, format="json").status_code,
+    ]
+    assert refused == [403, 403, 401]

@@ -32,15 +32,21 @@ def test_a_privacy_officer_starts_an_erasure_and_sees_its_progress_and_receipt(c
     officer = _staff("officer", officer=True)
     client.force_login(officer)
     plant_person(world, "participant-console", "zqconsole", facts=1, messages=2, entries=1)
-    # when they start an erasure from the console
+    # when they fill in the start form
+    fields = {
+        "tenant": world.tenant.id,
+        "target_kind": "participant",
+        "target_id": "participant-console",
+        "reason": "asked by email",
+    }
+    preview = client.post(reverse("admin:privacy_erasurerequest_start"), fields)
+    # then they see what it would erase, and nothing has started yet
+    assert preview.status_code == 200
+    assert 'id="preview-counts"' in preview.content.decode()
+    assert not ErasureRequest.objects.exists()
+    # when they confirm it
     response = client.post(
-        reverse("admin:privacy_erasurerequest_start"),
-        {
-            "tenant": world.tenant.id,
-            "target_kind": "participant",
-            "target_id": "participant-console",
-            "reason": "asked by email",
-        },
+        reverse("admin:privacy_erasurerequest_start"), {**fields, "step": "confirm"}
     )
     # then it was accepted through erasure_start (held) and the page shows its progress
     erasure = ErasureRequest.objects.get()
@@ -140,6 +146,7 @@ def test_the_progress_bar_moves_live_in_a_real_browser(live_server, page, world,
     page.fill("#id_target_id", "participant-live")
     page.fill("#id_reason", "asked in person")
     page.click("#privacy-start input[type=submit]")
+    page.click("#confirm-erasure")
     page.wait_for_selector("#erasure-progress")
     erasure = ErasureRequest.objects.get()
     assert page.inner_text("#erasure-status") == RequestStatus.PENDING
@@ -151,3 +158,121 @@ def test_the_progress_bar_moves_live_in_a_real_browser(live_server, page, world,
     assert page.get_attribute("#erasure-progress", "value") == page.get_attribute(
         "#erasure-progress", "max"
     )
+
+
+START = "admin:privacy_erasurerequest_start"
+
+
+@pytest.mark.django_db
+def test_an_erasure_of_an_id_nothing_matches_needs_an_explicit_confirmation(client, world):
+    # given a privacy officer, and a person whose id they mistype
+    client.force_login(_staff("officer-typo", officer=True))
+    plant_person(world, "participant-anna", "zqanna", facts=1, messages=1, entries=0)
+    fields = {
+        "tenant": world.tenant.id,
+        "target_kind": "participant",
+        "target_id": "participant-ana",
+        "reason": "asked by email",
+    }
+    # when they preview the erasure
+    preview = client.post(reverse(START), fields).content.decode()
+    # then the page says plainly that nothing matches, and asks for the box to be ticked
+    assert "Nothing matches this id" in preview
+    assert 'name="nothing_matches_confirmed"' in preview
+    assert 'id="preview-counts"' not in preview
+    # when they confirm without ticking it
+    unticked = client.post(reverse(START), {**fields, "step": "confirm"})
+    # then nothing starts and the preview asks again
+    assert unticked.status_code == 200
+    assert "Tick the box to erase it anyway" in unticked.content.decode()
+    assert not ErasureRequest.objects.exists()
+    # when they go back instead, the form keeps what they typed
+    back = client.post(reverse(START), {**fields, "step": "edit"}).content.decode()
+    assert 'value="participant-ana"' in back
+    assert 'id="privacy-start"' in back
+    # when they tick it and confirm
+    ticked = client.post(
+        reverse(START), {**fields, "step": "confirm", "nothing_matches_confirmed": "on"}
+    )
+    # then the erasure starts, and its receipt says nothing was erased
+    erasure = ErasureRequest.objects.get()
+    assert ticked.status_code == 302
+    erasure_run(erasure_id=erasure.pk)
+    status_page = client.get(ticked["Location"]).content.decode()
+    assert 'id="receipt-nothing"' in status_page
+
+
+@pytest.mark.django_db
+def test_the_preview_lists_counts_per_kind_and_what_legal_hold_keeps(client, world):
+    # given a person with a revision under legal hold
+    from facts.models import Revision
+
+    client.force_login(_staff("officer-held", officer=True))
+    alice = plant_person(world, "participant-held-c", "zqheldc", facts=2, messages=3, entries=1)
+    Revision.objects.filter(fact_id=alice.fact_ids[0], version=1).update(legal_hold=True)
+    # when the officer previews the erasure
+    page = client.post(
+        reverse(START),
+        {
+            "tenant": world.tenant.id,
+            "target_kind": "participant",
+            "target_id": "participant-held-c",
+            "reason": "asked",
+        },
+    ).content.decode()
+    # then each kind is counted, and the held revision is listed with its fact
+    assert re.search(r'data-kind="message"><td>messages</td><td class="count">3</td>', page)
+    assert 'id="preview-held"' in page
+    assert "Kept under legal hold: 1 revision" in page
+    assert reverse("admin:facts_fact_change", args=[alice.fact_ids[0]]) in page
+    assert not ErasureRequest.objects.exists()
+
+
+@pytest.mark.django_db
+def test_an_officer_checks_whether_an_id_was_erased(client, world):
+    # given a completed erasure (its id forgotten)
+    client.force_login(_staff("officer-lookup", officer=True))
+    plant_person(world, "participant-gone", "zqgone", facts=1, messages=0, entries=0)
+    from privacy.services import erasure_start
+
+    erasure = erasure_start(
+        tenant_id=world.tenant.id,
+        target_kind="participant",
+        target_id="participant-gone",
+        reason="asked",
+        requested_by="test",
+    )
+    erasure_run(erasure_id=erasure.pk)
+    lookup = reverse("admin:privacy_erasurerequest_lookup")
+    asked = {"tenant": world.tenant.id, "target_kind": "participant"}
+    # when the officer checks that id, and another
+    yes = client.post(lookup, {**asked, "target_id": "participant-gone"}).content.decode()
+    no = client.post(lookup, {**asked, "target_id": "participant-here"}).content.decode()
+    # then the first finds the erasure, the second nothing
+    assert reverse("admin:privacy_erasurerequest_status", args=[erasure.pk]) in yes
+    assert "Yes:" in yes
+    assert "No: no erasure" in no
+    assert reverse("admin:privacy_erasurerequest_status", args=[erasure.pk]) not in no
+
+
+@pytest.mark.django_db
+def test_an_erasures_own_page_is_its_status_page_and_dates_read_plainly(client, world):
+    from privacy.services import erasure_start
+
+    officer = _staff("officer-dates", officer=True)
+    client.force_login(officer)
+    erasure = erasure_start(
+        tenant_id=world.tenant.id,
+        target_kind="participant",
+        target_id="p-dates",
+        reason="asked",
+        requested_by=f"staff:{officer.pk}",
+    )
+    change = client.get(reverse("admin:privacy_erasurerequest_change", args=[erasure.pk]))
+    assert change.status_code == 302
+    assert change["Location"] == reverse("admin:privacy_erasurerequest_status", args=[erasure.pk])
+    listing = client.get(reverse("admin:privacy_erasurerequest_changelist")).content.decode()
+    assert "a.m." not in listing
+    assert "p.m." not in listing
+    status = client.get(change["Location"]).content.decode()
+    assert f'asked by <span title="staff:{officer.pk}">officer-dates</span>' in status

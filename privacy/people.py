@@ -1,0 +1,245 @@
+"""A person's whole record in one tenant: what the console's person page shows.
+
+Everything kindmem holds about a participant, a Kindgi user or an external subject id (or one
+conversation): their facts with every revision, trust and review state; their conversations
+and message counts; review records; runs and the newest run log entries; who read their data
+(the audit events naming them); their access requests and erasures. Each part comes from its
+owner's QuerySet method (`Fact.objects.about`, `Conversation.objects.about`, ...), newest
+first, at most `limit` rows, with its total: the page costs the same few queries whether the
+person has ten rows or a hundred thousand (tests/privacy/test_people.py).
+
+`search_people` answers the console's search box: an exact id (any kind), or words of a
+memory (the current revisions' keyword index), each hit naming the person it is about.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.contrib.postgres.search import SearchQuery
+from django.db.models import Count, Prefetch, QuerySet
+
+from approvals.models import Approval, ApprovalStatus
+from audit.models import AuditEvent
+from facts.models import Fact, Revision
+from kindmem.errors import ValidationFailed
+from kindmem.models import Run, SubjectKind, User
+from kindmem.subjects import Subject
+from privacy.models import AccessRequest, ErasureRequest, RequestStatus
+from recall.models import Conversation, Message
+from runlog.models import LogEntry
+
+# Rows shown per part of the page; each part also says how many there are in all.
+PAGE = 50
+# Search hits listed.
+SEARCH_LIMIT = 20
+
+# The parts of the page, each shown only to staff who may see it (privacy/admin.py).
+SECTIONS = ("facts", "approvals", "conversations", "runs", "reads", "requests")
+
+
+@dataclass
+class Part:
+    rows: list[Any] = field(default_factory=list)
+    total: int = 0
+
+    @property
+    def more(self) -> int:
+        return max(self.total - len(self.rows), 0)
+
+
+@dataclass
+class PersonRecord:
+    tenant_id: uuid.UUID
+    subject: Subject
+    user: User | None = None  # the Kindgi user, for a user subject
+    facts: Part | None = None
+    approvals: Part | None = None
+    pending_approvals: int = 0
+    conversations: Part | None = None
+    messages_total: int = 0
+    runs: Part | None = None
+    log_entries: Part | None = None
+    reads: Part | None = None
+    access_requests: list[AccessRequest] = field(default_factory=list)
+    erasures: list[ErasureRequest] = field(default_factory=list)
+    erasure_underway: ErasureRequest | None = None
+
+    @property
+    def is_empty(self) -> bool:
+        """Nothing in the tenant is about this id (a typo, or someone of another tenant)."""
+        parts = [self.facts, self.approvals, self.conversations, self.runs, self.reads]
+        return not (
+            any(part.total for part in parts if part is not None)
+            or self.access_requests
+            or self.erasures
+        )
+
+    @property
+    def shown_fact_ids(self) -> list[uuid.UUID]:
+        return [fact.pk for fact in self.facts.rows] if self.facts else []
+
+
+def _part(queryset: QuerySet[Any], limit: int) -> Part:
+    # Always counted, also when the page is short: the page then costs the same queries
+    # for every person, which is what its test holds it to.
+    return Part(rows=list(queryset[:limit]), total=queryset.order_by().count())
+
+
+def person_record(
+    *, tenant_id: uuid.UUID, subject: Subject, sections: set[str], limit: int | None = None
+) -> PersonRecord:
+    """The person's record in `tenant_id`, with the parts in `sections` (see SECTIONS), at
+    most `limit` (PAGE) rows each."""
+    limit = limit or PAGE
+    record = PersonRecord(tenant_id=tenant_id, subject=subject)
+    if subject.kind == SubjectKind.USER:
+        record.user = User.objects.filter(tenant_id=tenant_id, pk=subject.user_uuid).first()
+    if "facts" in sections:
+        revisions = Revision.objects.select_related("approval").order_by("-version")
+        record.facts = _part(
+            Fact.objects.of_tenant(tenant_id)
+            .about(subject)
+            .select_related("project", "user")
+            .prefetch_related(Prefetch("revisions", queryset=revisions, to_attr="timeline"))
+            .order_by("-created_at", "-pk"),
+            limit,
+        )
+    if "approvals" in sections:
+        about = Approval.objects.of_tenant(tenant_id).about(subject)
+        record.approvals = _part(
+            about.select_related("revision__fact", "agent", "decided_by_user").order_by(
+                "-created_at", "-pk"
+            ),
+            limit,
+        )
+        record.pending_approvals = about.filter(status=ApprovalStatus.PENDING).count()
+    if "conversations" in sections:
+        conversations = Conversation.objects.of_tenant(tenant_id).about(subject)
+        record.conversations = _part(
+            conversations.select_related("agent", "project", "user")
+            .annotate(message_count=Count("messages"))
+            .order_by("-created_at", "-pk"),
+            limit,
+        )
+        record.messages_total = Message.objects.filter(conversation__in=conversations).count()
+    if "runs" in sections:
+        runs = Run.objects.filter(tenant_id=tenant_id).about(subject)
+        record.runs = _part(
+            runs.select_related("agent", "project")
+            .annotate(entry_count=Count("log_entries"))
+            .order_by("-created_at", "-pk"),
+            limit,
+        )
+        record.log_entries = _part(
+            LogEntry.objects.filter(tenant_id=tenant_id, run__in=runs)
+            .select_related("run__agent")
+            .order_by("-created_at", "-sequence"),
+            limit,
+        )
+    if "reads" in sections:
+        record.reads = _part(
+            AuditEvent.objects.of_tenant(tenant_id)
+            .about_subject(str(subject))
+            .order_by("-seq")
+            .only(
+                "seq",
+                "timestamp",
+                "phase",
+                "outcome",
+                "kind",
+                "endpoint",
+                "principal",
+                "principal_kind",
+                "agent_id",
+            ),
+            limit,
+        )
+    if "requests" in sections:
+        record.access_requests = list(
+            AccessRequest.objects.filter(
+                tenant_id=tenant_id, subject_kind=subject.kind.value, subject_id=subject.id
+            )
+            .defer("export_json", "export_zip")
+            .order_by("-created_at")[:limit]
+        )
+        record.erasures = list(
+            ErasureRequest.objects.of_subject(tenant_id, subject).order_by("-created_at")[:limit]
+        )
+        record.erasure_underway = next(
+            (
+                e
+                for e in record.erasures
+                if e.status in (RequestStatus.PENDING, RequestStatus.RUNNING)
+            ),
+            None,
+        )
+    return record
+
+
+@dataclass(frozen=True)
+class PersonHit:
+    subject: Subject
+    why: str  # "exact id", or the memory text that matched
+    fact_id: uuid.UUID | None = None
+
+
+def search_people(*, tenant_id: uuid.UUID, query: str) -> list[PersonHit]:
+    """People of the tenant that `query` finds: "kind:id" as it is; a bare id that is a
+    participant's, a Kindgi user's (UUID or username) or an external subject's; and the people
+    the current memories matching the words are about. A few queries, at most SEARCH_LIMIT
+    hits."""
+    query = query.strip()
+    if not query or "\x00" in query:
+        return []
+    hits: list[PersonHit] = []
+    seen: set[Subject] = set()
+
+    def add(subject: Subject, why: str, fact_id: uuid.UUID | None = None) -> None:
+        if subject not in seen and len(hits) < SEARCH_LIMIT:
+            seen.add(subject)
+            hits.append(PersonHit(subject, why, fact_id))
+
+    kind, sep, rest = query.partition(":")
+    if sep and kind in SubjectKind.values and rest:
+        # A malformed id is no hit; the words may still find someone.
+        with contextlib.suppress(ValidationFailed):
+            add(Subject.parse(kind, rest), "the id as typed")
+    if len(query) <= 200:
+        participant = Subject(SubjectKind.PARTICIPANT, query)
+        if (
+            Fact.objects.of_tenant(tenant_id).about(participant).exists()
+            or Conversation.objects.of_tenant(tenant_id).about(participant).exists()
+            or Run.objects.filter(tenant_id=tenant_id).about(participant).exists()
+        ):
+            add(participant, "participant id")
+        users = User.objects.filter(tenant_id=tenant_id, username=query)
+        with contextlib.suppress(ValueError):
+            users = users | User.objects.filter(tenant_id=tenant_id, pk=uuid.UUID(query))
+        for user in users[:5]:
+            add(Subject.user(user.pk), f"Kindgi user {user.get_username()}")
+        external = Subject(SubjectKind.EXTERNAL, query)
+        if Fact.objects.of_tenant(tenant_id).about(external).exists():
+            add(external, "external subject id")
+    words = SearchQuery(query, config="english", search_type="websearch")
+    matching = (
+        Revision.objects.of_tenant(tenant_id)
+        .current()
+        .filter(search_vector=words)
+        .select_related("fact")
+        .prefetch_related("subjects")
+        .order_by("-created_at")[: SEARCH_LIMIT * 2]
+    )
+    for revision in matching:
+        text = revision.search_text[:160]
+        fact = revision.fact
+        if fact.participant_id:
+            add(Subject(SubjectKind.PARTICIPANT, fact.participant_id), text, fact.pk)
+        if fact.user_id:
+            add(Subject.user(fact.user_id), text, fact.pk)
+        for named in revision.subjects.all():
+            add(Subject(SubjectKind(named.kind), named.subject_id), text, fact.pk)
+    return hits
