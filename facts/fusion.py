@@ -15,6 +15,31 @@ from typing import Generic, TypeVar
 
 RRF_K = 60
 
+
+@dataclass(frozen=True)
+class Hybrid:
+    """How hybrid search (facts and recall alike) runs its legs and fuses them.
+
+    Each leg fetches `max(top_k * depth_factor, min_depth)` candidates, then
+    `fuse_by_rank(legs, k=k, weights=weights)` orders them. The values are chosen by
+    measurement on the development set (bench/retrieval_quality.py --fusion-grid; the figures
+    are in bench/README.md), not taken from the seed's k = 60 for all uses.
+    """
+
+    depth_factor: int
+    min_depth: int
+    k: int
+    weights: Mapping[str, float]
+
+    def depth(self, top_k: int) -> int:
+        return max(top_k * self.depth_factor, self.min_depth)
+
+    def fuse(self, legs: Mapping[str, Sequence[T]], key: Callable[[T], Hashable]) -> list[Fused[T]]:
+        return fuse_by_rank(legs, key, k=self.k, weights=self.weights)
+
+
+HYBRID = Hybrid(depth_factor=2, min_depth=20, k=RRF_K, weights={"keyword": 1.0, "semantic": 1.0})
+
 T = TypeVar("T")
 
 
@@ -28,21 +53,27 @@ class Fused(Generic[T]):
 
 
 def fuse_by_rank(
-    legs: Mapping[str, Sequence[T]], key: Callable[[T], Hashable], k: int = RRF_K
+    legs: Mapping[str, Sequence[T]],
+    key: Callable[[T], Hashable],
+    k: int = RRF_K,
+    weights: Mapping[str, float] | None = None,
 ) -> list[Fused[T]]:
-    """Fuse `legs` ({leg name: items best first}) by reciprocal rank, best first."""
+    """Fuse `legs` ({leg name: items best first}) by reciprocal rank, best first. `weights`
+    ({leg name: weight}, 1 for a leg not named) scales each leg's `1 / (k + rank)`; without
+    them this is the seed's fusion exactly."""
     entries: dict[Hashable, tuple[T, list[float], dict[str, int], int]] = {}
     seen = 0
     for leg, items in legs.items():
+        weight = 1.0 if weights is None else weights.get(leg, 1.0)
         for i, item in enumerate(items):
             ident = key(item)
             rank = i + 1
             entry = entries.get(ident)
             if entry is None:
-                entries[ident] = (item, [1 / (k + rank)], {leg: rank}, seen)
+                entries[ident] = (item, [weight / (k + rank)], {leg: rank}, seen)
                 seen += 1
             elif leg not in entry[2]:
-                entry[1][0] += 1 / (k + rank)
+                entry[1][0] += weight / (k + rank)
                 entry[2][leg] = rank
     ordered = sorted(entries.values(), key=lambda e: (-e[1][0], e[3]))
     return [Fused(item=item, score=score[0], ranks=ranks) for item, score, ranks, _ in ordered]
