@@ -30,6 +30,7 @@ import re
 from dataclasses import dataclass
 from functools import reduce
 from operator import and_, or_
+from typing import Any
 
 from django.contrib.postgres.search import SearchQuery, SearchQueryCombinable
 from django.db.models import (
@@ -120,14 +121,17 @@ class KeywordQuery:
 
     def rank(self, column: str) -> Expression:
         """The score of a matching row: BM25 over the query's words and phrases, each counted
-        once per row (present or not), with document frequencies and the average length taken
-        over the rows that match (the readable, narrowed set: a window over the query's own
-        rows, so the guard has already applied and nothing unreadable weighs on a score).
+        once per row (present or not; two words that stem alike count once), with document
+        frequencies and the average length taken over the rows that match: a window over the
+        query's own rows, so the guard has already applied and nothing the reader may not read
+        weighs on a score.
 
         Each term is `idf * (k1 + 1) / (1 + k1 * (1 - b + b * length / avg_length))`, with
         `idf = ln(1 + (n - df + 0.5) / (df + 0.5))` over the n matching rows: a word every match
         has (the person's name among their own facts) counts for almost nothing, a word few
-        have counts most, and a row with more of the query's words scores higher.
+        have counts most, and a row with more of the query's words scores higher. Presence,
+        not frequency: memories are short, a word rarely repeats in one (and the development
+        set showed no difference).
         """
         terms: list[SearchQueryCombinable] = [*self._terms(), *self._phrases()]
         if not terms:
@@ -139,7 +143,7 @@ class KeywordQuery:
             + Value(BM25_K1) * (Value(1.0 - BM25_B) + Value(BM25_B) * length / Window(Avg(length)))
         )
         score: Expression = Value(0.0, output_field=FloatField())
-        for term in terms:
+        for i, term in enumerate(terms):
             present = Case(
                 When(Q(**{column: term}), then=Value(1.0)),
                 default=Value(0.0),
@@ -147,8 +151,24 @@ class KeywordQuery:
             )
             df = Window(Sum(present))
             idf = Ln(Value(1.0) + (n - df + Value(0.5)) / (df + Value(0.5)))
-            score = score + present * idf
+            contribution = present * idf
+            if i:
+                # "paint" and "painting" are one lexeme: a word that parses to the same tsquery
+                # as an earlier one counts once (a comparison of constants, made at planning)
+                contribution = contribution * _Unless(term, *terms[:i])
+            score = score + contribution
         return score * norm
+
+
+class _Unless(Func):
+    """1.0 unless the first tsquery equals one of the others, then 0.0."""
+
+    output_field = FloatField()
+
+    def as_sql(self, compiler: Any, connection: Any, **extra: Any) -> tuple[str, list[Any]]:
+        (first, first_params), *others = (compiler.compile(e) for e in self.source_expressions)
+        sql = f"CASE WHEN {first} IN ({', '.join(o for o, _ in others)}) THEN 0.0 ELSE 1.0 END"
+        return sql, [*first_params, *(p for _, params in others for p in params)]
 
 
 def keyword_matches(qs: QuerySet, column: str, text: str) -> QuerySet:

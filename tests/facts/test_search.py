@@ -226,7 +226,7 @@ def test_each_leg_returns_exactly_the_readable_top_k_of_the_reference(
             }
             [vector] = HASHING.embed([query])
             semantic_all = exact_semantic(c.tenant.id, vector)
-            words = lexemes(*KeywordQuery.parse(query).words)
+            words = list(dict.fromkeys(lexemes(*KeywordQuery.parse(query).words)))
             text_lexemes = dict(zip([r.id for r in revisions], lexemes(*texts), strict=True))
             for r in many_readers:
                 readable = {
@@ -340,6 +340,18 @@ def test_a_rare_word_counts_more_than_a_word_every_match_has(api, world):
     ids = hit_ids(response)
     assert ids[0] == str(sunrise.fact_id)
     assert len(ids) == 4
+
+
+def test_two_words_that_stem_alike_count_once(api, world):
+    # given two facts of the same length, one with "paint", one with "sunrise"
+    plant(world.tenant, ["painted the fence", "a sunrise view"])
+    # when the query says "paint" twice over (one lexeme) and "sunrise" once
+    response = search(
+        api, world.admin.headers, mode="keyword", query="paint painting painted sunrise"
+    )
+    # then each fact has one of the query's terms, and they score the same
+    [first, second] = [h["score"] for h in response.json()["hits"]]
+    assert first == pytest.approx(second)
 
 
 def test_a_quoted_phrase_still_requires_the_phrase(api, world):
