@@ -131,6 +131,17 @@ def require_embedder() -> Embedder:
     return embedder
 
 
+def embed_query(text: str) -> tuple[list[float], str]:
+    """A search query's vector and the model that made it (fact search and recall alike);
+    `embedding-unavailable` without an embedder, or when it does not answer."""
+    embedder = require_embedder()
+    try:
+        [vector] = embedder.embed([text])
+    except EmbeddingFailed as exc:
+        raise EmbeddingUnavailable("The embedder did not answer; try again later.") from exc
+    return vector, embedder.model
+
+
 def embedder_health() -> dict[str, Any]:
     """What /healthz reports: provider, model, dimensions and whether it can embed now.
 

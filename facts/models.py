@@ -26,6 +26,7 @@ from django.utils import timezone
 from pgvector.django import HnswIndex, VectorField
 
 from embeddings.providers import DIMENSIONS
+from kindmem.fulltext import TEXT_CONFIG
 from kindmem.guards import fact_guard
 from kindmem.holds import held_among, held_condition
 from kindmem.models import Org, Project, Run, SubjectKind, Tenant, User
@@ -304,7 +305,7 @@ class Revision(models.Model):
     # Search columns (keyword and semantic search query these; see facts/search).
     search_text = models.TextField(default="", blank=True)
     search_vector = models.GeneratedField(
-        expression=SearchVector("search_text", config="english"),
+        expression=SearchVector("search_text", config=TEXT_CONFIG),
         output_field=SearchVectorField(),
         db_persist=True,
     )

@@ -22,26 +22,20 @@ from datetime import datetime
 from functools import cached_property
 from typing import Any
 
-from django.contrib.postgres.search import SearchQuery, SearchRank
 from django.db import connection, transaction
 from django.db.models import F, Value, prefetch_related_objects
 from pgvector.django import CosineDistance
 
-from embeddings.providers import EmbeddingFailed, require_embedder
-from facts.fusion import fuse_by_rank
+from embeddings.providers import embed_query
 from facts.models import Revision, RevisionQuerySet
 from kindmem.access import Readers
-from kindmem.errors import EmbeddingUnavailable
+from kindmem.fulltext import keyword_matches
+from kindmem.fusion import HYBRID
 
 MODES = ("keyword", "semantic", "hybrid")
 KEYWORD = "keyword"
 SEMANTIC = "semantic"
 MAX_TOP_K = 100
-# How many candidates each hybrid leg fetches: fusion can only reorder what the legs found, so
-# a leg must look deeper than the page it feeds (an item ranked 15th in both legs beats one
-# ranked 1st in one leg only).
-HYBRID_DEPTH_FACTOR = 2
-HYBRID_MIN_DEPTH = 20
 # HNSW candidate list width (pgvector's default is 40). Measured in bench/search.py at 100k
 # facts for a reader that filters out half the rows: recall@10 0.93 at 100, 0.94 at 200, 0.99
 # at 400, at about the same latency (the scan is not the dominant cost there).
@@ -49,7 +43,6 @@ EF_SEARCH = 400
 # Iterative scans stop after this many index tuples (pgvector's default is 20 000); past it a
 # very selective guard is cheaper to serve exactly, which the planner does via the btrees.
 MAX_SCAN_TUPLES = 20_000
-TEXT_CONFIG = "english"
 
 
 @dataclass(frozen=True)
@@ -104,26 +97,13 @@ def _rendered(qs: RevisionQuerySet) -> RevisionQuerySet:
 
 
 def keyword_leg(search: FactSearch, limit: int) -> list[tuple[Revision, float]]:
-    """The best `limit` full-text matches (websearch syntax, English stemming), by ts_rank;
-    ties by id so that the order is total."""
-    query = SearchQuery(search.query, config=TEXT_CONFIG, search_type="websearch")
-    rows = (
-        _rendered(search.readable)
-        .filter(search_vector=query)
-        .annotate(score=SearchRank(F("search_vector"), query))
-        .order_by("-score", "id")[:limit]
-    )
+    """The best `limit` full-text matches of the query's words (any of them; quoted phrases
+    required, `-word` excluded: `kindmem.fulltext`), by BM25 over the readable matches; ties by
+    id so that the order is total."""
+    rows = keyword_matches(_rendered(search.readable), "search_vector", search.query).order_by(
+        "-score", "id"
+    )[:limit]
     return [(r, float(r.score)) for r in rows]
-
-
-def query_vector(text: str) -> tuple[list[float], str]:
-    """The query's vector and the model that made it; `embedding-unavailable` without one."""
-    embedder = require_embedder()
-    try:
-        [vector] = embedder.embed([text])
-    except EmbeddingFailed as exc:
-        raise EmbeddingUnavailable("The embedder did not answer; try again later.") from exc
-    return vector, embedder.model
 
 
 def semantic_leg(
@@ -161,8 +141,10 @@ def semantic_leg(
 def fact_search(*, search: FactSearch) -> list[SearchHit]:
     """The hits of one search, best first, each revision with its fact and subjects loaded.
 
-    `keyword` and `semantic` run one leg; `hybrid` runs both (each `top_k * 2` deep, at least
-    20) and fuses them with `fuse_by_rank` (k = 60; ties keep the keyword leg's order).
+    `keyword` and `semantic` run one leg; `hybrid` runs both, each `HYBRID.depth(top_k)` deep,
+    and fuses them by weighted reciprocal rank (`kindmem.fusion.HYBRID`; ties keep the keyword
+    leg's order). A query with no searchable word (stop words only) has an empty keyword leg,
+    and hybrid is then the semantic leg's order.
     The query is embedded before any SQL runs, so an embedder failure changes nothing.
     """
     if search.mode not in MODES:
@@ -170,7 +152,7 @@ def fact_search(*, search: FactSearch) -> list[SearchHit]:
     vector: list[float] | None = None
     model = ""
     if search.mode in (SEMANTIC, "hybrid"):
-        vector, model = query_vector(search.query)
+        vector, model = embed_query(search.query)
     return fact_search_embedded(search=search, vector=vector, model=model)
 
 
@@ -192,12 +174,12 @@ def fact_search_embedded(
         ]
     else:
         assert vector is not None
-        depth = max(search.top_k * HYBRID_DEPTH_FACTOR, HYBRID_MIN_DEPTH)
+        depth = HYBRID.depth(search.top_k)
         legs = {
             KEYWORD: [r for r, _ in keyword_leg(search, depth)],
             SEMANTIC: [r for r, _ in semantic_leg(search, depth, vector, model)],
         }
-        fused = fuse_by_rank(legs, key=lambda r: r.pk)[: search.top_k]
+        fused = HYBRID.fuse(legs, key=lambda r: r.pk)[: search.top_k]
         hits = [SearchHit(revision=f.item, score=f.score, ranks=dict(f.ranks)) for f in fused]
     prefetch_related_objects([h.revision for h in hits], "subjects")
     return hits

@@ -20,6 +20,7 @@ from django.utils import timezone
 from pgvector.django import HnswIndex, VectorField
 
 from embeddings.providers import DIMENSIONS
+from kindmem.fulltext import TEXT_CONFIG
 from kindmem.models import Agent, Project, Tenant, User
 from recall.querysets import ConversationQuerySet, MessageQuerySet
 
@@ -85,7 +86,7 @@ class Message(models.Model):
     search = models.GeneratedField(
         expression=Case(
             When(role=Role.TOOL, then=Value(None)),
-            default=SearchVector("text", config="english"),
+            default=SearchVector("text", config=TEXT_CONFIG),
             output_field=SearchVectorField(),
         ),
         output_field=SearchVectorField(),
@@ -109,7 +110,7 @@ class Message(models.Model):
             ),
         ]
         indexes = [
-            # recall `keyword`: search @@ websearch_to_tsquery('english', ...)
+            # recall `keyword` (and hybrid's keyword leg): search @@ an OR of the query's words
             GinIndex(fields=["search"], name="message_search_gin"),
             # recall `semantic`: ORDER BY embedding <=> query (cosine), iterative scan
             HnswIndex(

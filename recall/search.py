@@ -1,26 +1,32 @@
-"""Recall: a reader's earlier conversations, by list, keyword or meaning (`searchConversations`).
+"""Recall: a reader's earlier conversations, by list, keyword, meaning or both
+(`searchConversations`).
 
-One query finds the hits (guard, holds, selections and roles in its WHERE, before the LIMIT);
-one more fetches every hit's neighbours. Semantic recall without an embedder fails loudly.
+One query per leg finds the hits (guard, holds, selections and roles in its WHERE, before the
+LIMIT; hybrid runs two, keyword and semantic, and fuses them); one more fetches every hit's
+neighbours. Semantic and hybrid recall without an embedder fail loudly.
 """
 
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass
-from typing import Any
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 
-from django.contrib.postgres.search import SearchQuery, SearchRank
 from django.db import connection, transaction
-from django.db.models import F, Q
+from django.db.models import Q
 from pgvector.django import CosineDistance
 
-from embeddings.providers import EmbeddingFailed, require_embedder
+from embeddings.providers import embed_query
 from kindmem.access import Readers
-from kindmem.errors import EmbeddingUnavailable
+from kindmem.fulltext import keyword_matches
+from kindmem.fusion import HYBRID
 from recall.models import RECALLABLE_ROLES, Message
+from recall.querysets import MessageQuerySet
 
-MODES = ("list", "keyword", "semantic")
+KEYWORD = "keyword"
+SEMANTIC = "semantic"
+HYBRID_MODE = "hybrid"
+MODES = ("list", KEYWORD, SEMANTIC, HYBRID_MODE)
 EF_SEARCH = 100
 
 
@@ -66,8 +72,12 @@ class Neighbour:
 
 @dataclass
 class RecallHit:
+    """A recalled message: its score (BM25 for keyword, cosine similarity for semantic, the fused
+    score for hybrid, None for list), its 1-based rank in each leg that found it, neighbours."""
+
     message: Message
     score: float | None
+    ranks: dict[str, int] = field(default_factory=dict)
     before: Neighbour | None = None
     after: Neighbour | None = None
 
@@ -82,46 +92,38 @@ class RecallQuery:
     roles: tuple[str, ...] = ("user",)
     query: str | None = None
 
+    @property
+    def recalled_roles(self) -> list[str]:
+        """Whose messages are hits and neighbours: the asked roles that are ever recalled."""
+        return [r for r in self.roles if r in RECALLABLE_ROLES]
 
-def recall_search(*, request: RecallQuery) -> list[RecallHit]:
-    """The hits of one recall, best first (`list`: newest first), each with its neighbours."""
-    roles = [r for r in request.roles if r in RECALLABLE_ROLES]
-    base = (
+
+def recallable(request: RecallQuery) -> MessageQuerySet:
+    """What every mode searches: the reader's messages (recall guard, holds, roles, selections
+    in one WHERE, before any LIMIT), with what a hit renders."""
+    return (
         Message.objects.of_tenant(request.tenant_id)
         .recall_readable_by(request.readers)
         .not_held()
-        .of_roles(roles)
+        .of_roles(request.recalled_roles)
         .selected(request.selections)
         .select_related("conversation", "conversation__agent")
         .defer("embedding", "search")
     )
-    if request.mode == "list":
-        rows = list(base.order_by("-created_at", "-id")[: request.top_k])
-        hits = [RecallHit(message=m, score=None) for m in rows]
-    elif request.mode == "keyword":
-        assert request.query is not None
-        query = SearchQuery(request.query, config="english", search_type="websearch")
-        rows = list(
-            base.filter(search=query)
-            .annotate(score=SearchRank(F("search"), query))
-            .order_by("-score", "-created_at", "-id")[: request.top_k]
-        )
-        hits = [RecallHit(message=m, score=float(m.score)) for m in rows]
-    elif request.mode == "semantic":
-        hits = _semantic(base, request)
-    else:
-        raise ValueError(f"unknown recall mode {request.mode!r}")
-    _attach_neighbours(hits, roles)
-    return hits
 
 
-def _semantic(base: Any, request: RecallQuery) -> list[RecallHit]:
-    assert request.query is not None
-    embedder = require_embedder()
-    try:
-        [vector] = embedder.embed([request.query])
-    except EmbeddingFailed as exc:
-        raise EmbeddingUnavailable("The embedder did not answer; try again later.") from exc
+def keyword_leg(base: MessageQuerySet, query: str, limit: int) -> list[tuple[Message, float]]:
+    """The best `limit` full-text matches of the query's words (`kindmem.fulltext`: any word,
+    quoted phrases required, BM25), newest first among equals."""
+    rows = keyword_matches(base, "search", query).order_by("-score", "-created_at", "-id")
+    return [(m, float(m.score)) for m in rows[:limit]]
+
+
+def semantic_leg(
+    base: MessageQuerySet, limit: int, vector: Sequence[float], model: str
+) -> list[tuple[Message, float]]:
+    """The `limit` messages nearest `vector` (cosine), among vectors of `model` only: cosine
+    across two models' spaces means nothing. Score: cosine similarity."""
     with transaction.atomic():
         # Iterative index scans: a selective guard or selection must not starve the HNSW
         # scan of results (strict order, so the ranking stays exact). A wider candidate list
@@ -133,12 +135,64 @@ def _semantic(base: Any, request: RecallQuery) -> list[RecallHit]:
                 [str(EF_SEARCH)],
             )
         rows = list(
-            # only vectors of the current model: cosine across two models' spaces means nothing
-            base.filter(embedding__isnull=False, embedding_model=embedder.model)
-            .annotate(distance=CosineDistance("embedding", vector))
-            .order_by("distance", "-id")[: request.top_k]
+            base.filter(embedding__isnull=False, embedding_model=model)
+            .annotate(distance=CosineDistance("embedding", list(vector)))
+            .order_by("distance", "-id")[:limit]
         )
-    return [RecallHit(message=m, score=1.0 - float(m.distance)) for m in rows]
+    return [(m, 1.0 - float(m.distance)) for m in rows]
+
+
+def recall_search(*, request: RecallQuery) -> list[RecallHit]:
+    """The hits of one recall, best first (`list`: newest first), each with its neighbours.
+
+    `semantic` and `hybrid` embed the query before any SQL runs (`embedding-unavailable`
+    without an embedder, never an empty list)."""
+    if request.mode not in MODES:
+        raise ValueError(f"unknown recall mode {request.mode!r}")
+    vector: list[float] | None = None
+    model = ""
+    if request.mode in (SEMANTIC, HYBRID_MODE):
+        assert request.query is not None
+        vector, model = embed_query(request.query)
+    return recall_search_embedded(request=request, vector=vector, model=model)
+
+
+def recall_search_embedded(
+    *, request: RecallQuery, vector: Sequence[float] | None, model: str
+) -> list[RecallHit]:
+    """`recall_search` with the query already embedded (`vector` of `model`; None for list and
+    keyword).
+
+    `hybrid` runs both legs, each `HYBRID.depth(top_k)` deep, and fuses them as fact search does
+    (`kindmem.fusion.HYBRID`); its hits carry their neighbours like every other mode's."""
+    base = recallable(request)
+    if request.mode == "list":
+        rows = list(base.order_by("-created_at", "-id")[: request.top_k])
+        hits = [RecallHit(message=m, score=None) for m in rows]
+    elif request.mode == KEYWORD:
+        assert request.query is not None
+        hits = [
+            RecallHit(message=m, score=s, ranks={KEYWORD: i})
+            for i, (m, s) in enumerate(keyword_leg(base, request.query, request.top_k), start=1)
+        ]
+    elif request.mode == SEMANTIC:
+        assert vector is not None
+        hits = [
+            RecallHit(message=m, score=s, ranks={SEMANTIC: i})
+            for i, (m, s) in enumerate(semantic_leg(base, request.top_k, vector, model), start=1)
+        ]
+    else:
+        assert request.query is not None
+        assert vector is not None
+        depth = HYBRID.depth(request.top_k)
+        legs = {
+            KEYWORD: [m for m, _ in keyword_leg(base, request.query, depth)],
+            SEMANTIC: [m for m, _ in semantic_leg(base, depth, vector, model)],
+        }
+        fused = HYBRID.fuse(legs, key=lambda m: m.pk)[: request.top_k]
+        hits = [RecallHit(message=f.item, score=f.score, ranks=dict(f.ranks)) for f in fused]
+    _attach_neighbours(hits, request.recalled_roles)
+    return hits
 
 
 NEIGHBOURS_SQL = """

@@ -6,6 +6,7 @@ from rest_framework import serializers
 
 from kindmem import fields
 from recall.models import RECALLABLE_ROLES, Role
+from recall.search import MODES
 from recall.services import MAX_BATCH, MAX_TEXT_CHARS
 
 MAX_TOP_K = 100
@@ -87,7 +88,11 @@ class SelectionInput(serializers.Serializer):
 
 class RecallInput(serializers.Serializer):
     selections = SelectionInput(many=True, min_length=1, max_length=MAX_SELECTIONS)
-    mode = serializers.ChoiceField(choices=["list", "keyword", "semantic"])
+    mode = serializers.ChoiceField(
+        choices=list(MODES),
+        help_text="list: newest first; keyword: any of the query's words, BM25 (quoted phrases"
+        " required, -word excluded); semantic: by meaning; hybrid: both, fused by rank.",
+    )
     roles = serializers.ListField(
         child=serializers.ChoiceField(choices=[str(r) for r in RECALLABLE_ROLES]),
         min_length=1,
@@ -130,7 +135,13 @@ class RecalledMessageOutput(serializers.Serializer):
 class RecallHitOutput(serializers.Serializer):
     message = RecalledMessageOutput(source="*")
     score = serializers.FloatField(
-        allow_null=True, help_text="ts_rank (keyword), cosine similarity (semantic), null (list)."
+        allow_null=True,
+        help_text="BM25 (keyword), cosine similarity (semantic), the fused reciprocal-rank score"
+        " (hybrid), null (list).",
+    )
+    ranks = serializers.DictField(
+        child=serializers.IntegerField(),
+        help_text="The hit's 1-based rank in each leg that found it ({} for list).",
     )
 
 

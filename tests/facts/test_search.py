@@ -3,6 +3,7 @@ SQL before its LIMIT; loud failure without an embedder; embedding on write and l
 
 from __future__ import annotations
 
+import math
 import os
 import uuid
 from datetime import timedelta
@@ -17,10 +18,11 @@ from hypothesis import strategies as st
 
 from embeddings.providers import HashingEmbedder
 from facts import services
-from facts.fusion import fuse_by_rank
 from facts.models import EmbeddingState, Fact, Revision, Subject
 from facts.search import FactSearch, keyword_leg, semantic_leg
 from kindmem.access import readers_for
+from kindmem.fulltext import KeywordQuery
+from kindmem.fusion import HYBRID, fuse_by_rank
 from kindmem.models import ErasureHold
 from tests import factories
 from tests.conftest import AUDIT_QUERIES, TENANT_QUERIES
@@ -110,20 +112,40 @@ def test_a_search_never_returns_another_tenants_fact_even_to_its_admin(api, worl
 WORDS = ["coffee", "tea", "dog", "cat", "paris", "rome"]
 
 
-def exact_keyword(tenant_id: uuid.UUID, query: str) -> list[uuid.UUID]:
-    """The tenant's live matches by the same ts_rank, with no guard: the reference's input."""
-    from django.contrib.postgres.search import SearchQuery, SearchRank
-    from django.db.models import F
+def lexemes(*texts: str) -> list[frozenset[str]]:
+    """Each text's lexemes under the search configuration (PostgreSQL's stemming, not ours)."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT t.i, coalesce(array_agg(u.lexeme) FILTER (WHERE u.lexeme IS NOT NULL), '{}')"
+            " FROM unnest(%s::text[]) WITH ORDINALITY AS t(text, i)"
+            " LEFT JOIN LATERAL unnest(to_tsvector('english', t.text)) AS u ON true"
+            " GROUP BY t.i ORDER BY t.i",
+            [list(texts)],
+        )
+        return [frozenset(row[1]) for row in cursor.fetchall()]
 
-    q = SearchQuery(query, config="english", search_type="websearch")
-    return list(
-        Revision.objects.of_tenant(tenant_id)
-        .live()
-        .filter(search_vector=q)
-        .annotate(score=SearchRank(F("search_vector"), q))
-        .order_by("-score", "id")
-        .values_list("id", flat=True)
-    )
+
+def bm25_reference(docs: dict[Any, frozenset[str]], words: list[frozenset[str]]) -> list[Any]:
+    """The keyword leg's ranking, written out in Python: the docs having any query word (a
+    word's lexemes all present), by BM25 with each word counted once, document frequencies
+    and average length over those docs; ties by id."""
+    from kindmem.fulltext import BM25_B, BM25_K1
+
+    matched = {i: d for i, d in docs.items() if any(w and w <= d for w in words)}
+    if not matched:
+        return []
+    n = len(matched)
+    avg = sum(len(d) for d in matched.values()) / n
+    df = [sum(1 for d in matched.values() if w and w <= d) for w in words]
+
+    def score(d: frozenset[str]) -> float:
+        total = 0.0
+        for w, f in zip(words, df, strict=True):
+            if w and w <= d:
+                total += math.log(1 + (n - f + 0.5) / (f + 0.5))
+        return total * (BM25_K1 + 1) / (1 + BM25_K1 * (1 - BM25_B + BM25_B * len(d) / avg))
+
+    return sorted(matched, key=lambda i: (-score(matched[i]), i))
 
 
 def exact_semantic(tenant_id: uuid.UUID, vector: list[float]) -> list[uuid.UUID]:
@@ -203,8 +225,9 @@ def test_each_leg_returns_exactly_the_readable_top_k_of_the_reference(
                 rev.id: (scope, subj) for rev, (scope, subj) in zip(revisions, facts, strict=True)
             }
             [vector] = HASHING.embed([query])
-            keyword_all = exact_keyword(c.tenant.id, query)
             semantic_all = exact_semantic(c.tenant.id, vector)
+            words = list(dict.fromkeys(lexemes(*KeywordQuery.parse(query).words)))
+            text_lexemes = dict(zip([r.id for r in revisions], lexemes(*texts), strict=True))
             for r in many_readers:
                 readable = {
                     rid for rid, (scope, subj) in by_id.items() if reference(scope, subj, held, r)
@@ -213,10 +236,12 @@ def test_each_leg_returns_exactly_the_readable_top_k_of_the_reference(
                 # when each leg runs for this reader
                 kw = [rev.id for rev, _ in keyword_leg(s, top_k)]
                 sem = [rev.id for rev, _ in semantic_leg(s, top_k, vector, HASHING.model)]
-                # then each is the reference's readable top-k, in the exact order
+                # then each is the reference's readable top-k, in the exact order (the keyword
+                # ranking's frequencies are over what this reader may read, nothing else)
                 assert set(kw) <= readable
                 assert set(sem) <= readable
-                assert kw == [i for i in keyword_all if i in readable][:top_k]
+                keyword_all = bm25_reference({i: text_lexemes[i] for i in readable}, words)
+                assert kw == keyword_all[:top_k]
                 assert sem == [i for i in semantic_all if i in readable][:top_k]
             raise Rollback
     except Rollback:
@@ -248,18 +273,132 @@ def test_hybrid_is_the_reference_fusion_of_the_two_legs(api, world):
     )
     # when hybrid search runs through the API
     response = search(api, world.app.headers, mode="hybrid", query=query, top_k=4)
-    # then it equals fuse_by_rank over the two legs' lists (each 20 deep), cut to top_k
+    # then it equals the weighted fusion over the two legs' lists, each as deep as HYBRID says,
+    # cut to top_k
     [vector] = HASHING.embed([query])
+    depth = HYBRID.depth(4)
     legs = {
-        "keyword": [r for r, _ in keyword_leg(search_in, 20)],
-        "semantic": [r for r, _ in semantic_leg(search_in, 20, vector, HASHING.model)],
+        "keyword": [r for r, _ in keyword_leg(search_in, depth)],
+        "semantic": [r for r, _ in semantic_leg(search_in, depth, vector, HASHING.model)],
     }
-    expected = fuse_by_rank(legs, key=lambda r: r.pk)[:4]
+    expected = fuse_by_rank(legs, key=lambda r: r.pk, k=HYBRID.k, weights=HYBRID.weights)[:4]
     hits = response.json()["hits"]
     assert [h["fact"]["revision_id"] for h in hits] == [str(f.item.pk) for f in expected]
     assert [h["ranks"] for h in hits] == [f.ranks for f in expected]
     assert [h["score"] for h in hits] == pytest.approx([f.score for f in expected])
     assert any(len(h["ranks"]) == 2 for h in hits)
+
+
+# --- keyword search on questions ---------------------------------------------------------------
+
+
+def test_a_question_whose_words_are_spread_over_a_fact_finds_it_by_keyword(api, world):
+    # given a fact that has some of the question's words and not others (the name, "when")
+    [sunrise, _] = plant(world.tenant, ["Painted a sunrise over the lake in May", "Likes tea"])
+    # when an agent asks a question by keyword
+    response = search(
+        api, world.admin.headers, mode="keyword", query="When did Melanie paint a sunrise?"
+    )
+    # then the fact is found (every word of the question is optional), and only it
+    assert response.status_code == 200
+    assert hit_ids(response) == [str(sunrise.fact_id)]
+
+
+def test_a_fact_covering_more_of_the_query_ranks_above_one_covering_fewer(api, world):
+    # given facts of the same length covering three, two and one of the query's words
+    three, two, one = plant(
+        world.tenant,
+        [
+            "painted a sunrise over the lake",
+            "painted a sunrise over the fence",
+            "painted a barn over the fence",
+        ],
+    )
+    # when searching for all three words
+    response = search(api, world.admin.headers, mode="keyword", query="paint sunrise lake")
+    # then more coverage ranks higher, with strictly higher scores
+    assert hit_ids(response) == [str(r.fact_id) for r in (three, two, one)]
+    scores = [h["score"] for h in response.json()["hits"]]
+    assert scores[0] > scores[1] > scores[2] > 0
+
+
+def test_a_rare_word_counts_more_than_a_word_every_match_has(api, world):
+    # given the person's name in three facts, and "sunrise" in one other, longer one
+    sunrise, *_ = plant(
+        world.tenant,
+        [
+            "a sunrise at dawn over the quiet hills",
+            "Melanie painted a fence",
+            "Melanie painted a barn",
+            "Melanie likes green tea",
+        ],
+    )
+    # when asking for the name and the rare word
+    response = search(api, world.admin.headers, mode="keyword", query="Melanie sunrise")
+    # then the fact with the rare word comes first (a word most matches have says little), and
+    # all four match
+    ids = hit_ids(response)
+    assert ids[0] == str(sunrise.fact_id)
+    assert len(ids) == 4
+
+
+def test_two_words_that_stem_alike_count_once(api, world):
+    # given two facts of the same length, one with "paint", one with "sunrise"
+    plant(world.tenant, ["painted the fence", "a sunrise view"])
+    # when the query says "paint" twice over (one lexeme) and "sunrise" once
+    response = search(
+        api, world.admin.headers, mode="keyword", query="paint painting painted sunrise"
+    )
+    # then each fact has one of the query's terms, and they score the same
+    [first, second] = [h["score"] for h in response.json()["hits"]]
+    assert first == pytest.approx(second)
+
+
+def test_a_quoted_phrase_still_requires_the_phrase(api, world):
+    # given one fact with the phrase, one with both words apart, one with one of them
+    phrase, apart, _ = plant(
+        world.tenant,
+        ["green tea every morning", "tea that is green, in the morning", "green apples"],
+    )
+    # when the query quotes the phrase, alone or beside plain words
+    quoted = search(api, world.admin.headers, mode="keyword", query='"green tea"')
+    mixed = search(api, world.admin.headers, mode="keyword", query='morning "green tea" apples')
+    # then only the fact with the words in that order, adjacent, matches; the plain words rank
+    assert hit_ids(quoted) == [str(phrase.fact_id)]
+    assert hit_ids(mixed) == [str(phrase.fact_id)]
+    assert str(apart.fact_id) not in hit_ids(mixed)
+
+
+def test_a_quoted_single_word_is_required(api, world):
+    coffee, _ = plant(world.tenant, ["coffee in the morning", "tea in the morning"])
+    response = search(api, world.admin.headers, mode="keyword", query='"coffee" morning tea')
+    assert hit_ids(response) == [str(coffee.fact_id)]
+
+
+def test_a_minus_word_or_phrase_excludes_what_matches_it(api, world):
+    keep, _, _ = plant(
+        world.tenant, ["coffee every morning", "decaf coffee at night", "coffee and green tea"]
+    )
+    response = search(api, world.admin.headers, mode="keyword", query='coffee -decaf -"green tea"')
+    assert hit_ids(response) == [str(keep.fact_id)]
+
+
+def test_a_query_of_stop_words_only_finds_nothing_by_keyword_and_hybrid_answers_by_meaning(
+    api, world
+):
+    # given facts (every text has some words that are not stop words)
+    plant(world.tenant, ["who is she", "Painted a sunrise", "Likes tea"])
+    # when the query has no searchable word, only stop words
+    keyword = search(api, world.admin.headers, mode="keyword", query="Who is it? Is it her?")
+    hybrid = search(api, world.admin.headers, mode="hybrid", query="Who is it? Is it her?")
+    semantic = search(api, world.admin.headers, mode="semantic", query="Who is it? Is it her?")
+    # then keyword search finds nothing (not an error: a question is valid input), and hybrid is
+    # the semantic leg's order alone
+    assert keyword.status_code == 200
+    assert keyword.json()["hits"] == []
+    assert hybrid.status_code == 200
+    assert hit_ids(hybrid) == hit_ids(semantic)
+    assert all(set(h["ranks"]) == {"semantic"} for h in hybrid.json()["hits"])
 
 
 # --- what never appears ------------------------------------------------------------------------

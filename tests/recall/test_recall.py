@@ -50,6 +50,28 @@ def history(world):
     )
 
 
+def _user(text: str) -> dict[str, str]:
+    return {"role": "user", "text": text}
+
+
+def _agent(text: str) -> dict[str, str]:
+    return {"role": "agent", "text": text}
+
+
+# Each history message's (before, after) neighbours among user and agent messages (tool skipped).
+NEIGHBOURS_USER_AND_AGENT = {
+    "My parcel never arrived": (None, _agent("Sorry, I will open a refund")),
+    "Sorry, I will open a refund": (
+        _user("My parcel never arrived"),
+        _user("Thanks, the refund is fine"),
+    ),
+    "Thanks, the refund is fine": (_agent("Sorry, I will open a refund"), None),
+    "How do I reset my password": (None, _agent("Use the reset link")),
+    "Use the reset link": (_user("How do I reset my password"), None),
+    "I want a refund for my shoes": (None, None),
+}
+
+
 # ---- modes ----------------------------------------------------------------------------
 
 
@@ -85,6 +107,97 @@ def test_keyword_recall_understands_web_search_syntax(api, world, history):
         api, world.app.headers, selections=BOT, mode="keyword", query="refund -shoes", top_k=10
     )
     assert texts(response) == ["Thanks, the refund is fine"]
+
+
+def test_keyword_recall_finds_a_question_whose_words_are_spread_over_a_message(api, world, history):
+    # the question's words are not all in one message: "when", "did", the customer's name
+    response = recall(
+        api,
+        world.app.headers,
+        selections=BOT,
+        mode="keyword",
+        query="When did Alice's parcel arrive?",
+        top_k=10,
+    )
+    assert texts(response) == ["My parcel never arrived"]
+
+
+def test_keyword_recall_ranks_messages_covering_more_of_the_question_first(api, world, history):
+    response = recall(
+        api,
+        world.app.headers,
+        selections=BOT,
+        mode="keyword",
+        query="refund for the shoes I bought",
+        top_k=10,
+    )
+    assert texts(response) == ["I want a refund for my shoes", "Thanks, the refund is fine"]
+    assert [h["ranks"] for h in response.json()["hits"]] == [{"keyword": 1}, {"keyword": 2}]
+
+
+def test_keyword_recall_keeps_a_quoted_phrase_required(api, world, history):
+    response = recall(
+        api,
+        world.app.headers,
+        selections=BOT,
+        mode="keyword",
+        query='"reset my password" refund',
+        top_k=10,
+    )
+    assert texts(response) == ["How do I reset my password"]
+
+
+def test_hybrid_recall_is_the_fused_order_of_its_legs_and_hits_carry_neighbours(
+    api, world, hashing_embedder, history
+):
+    from embeddings.providers import HashingEmbedder
+    from kindmem.access import readers_for
+    from kindmem.fusion import HYBRID
+    from recall.search import RecallQuery, Selection, keyword_leg, recallable, semantic_leg
+
+    # given a question some messages match by words and others by meaning
+    query = "refund for my parcel"
+    body = {"selections": BOT, "mode": "hybrid", "query": query, "roles": ["user", "agent"]}
+    # when recalled in hybrid mode
+    response = recall(api, world.app.headers, **body, top_k=3)
+    # then the hits are the weighted fusion of the two legs, each HYBRID.depth deep, cut to top_k
+    request = RecallQuery(
+        tenant_id=world.tenant.id,
+        readers=readers_for(world.app.principal),
+        selections=[Selection(agent_id="support-bot")],
+        mode="hybrid",
+        top_k=3,
+        roles=("user", "agent"),
+        query=query,
+    )
+    base = recallable(request)
+    depth = HYBRID.depth(3)
+    hashing = HashingEmbedder()
+    [vector] = hashing.embed([query])
+    legs = {
+        "keyword": [m for m, _ in keyword_leg(base, query, depth)],
+        "semantic": [m for m, _ in semantic_leg(base, depth, vector, hashing.model)],
+    }
+    expected = HYBRID.fuse(legs, key=lambda m: m.pk)[:3]
+    hits = response.json()["hits"]
+    assert texts(response) == [f.item.text for f in expected]
+    assert [h["ranks"] for h in hits] == [f.ranks for f in expected]
+    assert [h["score"] for h in hits] == pytest.approx([f.score for f in expected])
+    assert any(len(h["ranks"]) == 2 for h in hits)
+    # and every hit carries its neighbours of the asked roles, as in the other modes
+    for hit in hits:
+        before, after = NEIGHBOURS_USER_AND_AGENT[hit["message"]["text"]]
+        assert hit["message"]["before"] == before
+        assert hit["message"]["after"] == after
+    assert any(h["message"]["before"] or h["message"]["after"] for h in hits)
+
+
+def test_hybrid_recall_without_an_embedder_fails_loudly(api, world, history):
+    response = recall(
+        api, world.app.headers, selections=BOT, mode="hybrid", query="refund", top_k=3
+    )
+    assert response.status_code == 503
+    assert response.json()["code"] == "embedding-unavailable"
 
 
 def test_semantic_recall_finds_the_nearest_message_first(api, world, hashing_embedder, history):
@@ -394,7 +507,7 @@ def test_messages_of_a_held_kindgi_user_are_never_recalled(api, world):
 # ---- queries and bad input -------------------------------------------------------------
 
 
-@pytest.mark.parametrize("mode", ["list", "keyword", "semantic"])
+@pytest.mark.parametrize("mode", ["list", "keyword", "semantic", "hybrid"])
 def test_recall_costs_the_same_few_queries_however_many_hits(
     api, world, hashing_embedder, django_assert_num_queries, mode
 ):
@@ -412,9 +525,11 @@ def test_recall_costs_the_same_few_queries_however_many_hits(
     body = {"selections": BOT, "mode": mode, "top_k": 20}
     if mode != "list":
         body["query"] = "refund question"
-    # when an app recalls: auth (1) + its readers (1) + hits (1) + neighbours (1), plus the
-    # transaction around the semantic query (savepoint, SET LOCAL, release), and the audit event
-    expected = (4 if mode != "semantic" else 7) + TENANT_QUERIES + AUDIT_QUERIES
+    # when an app recalls: auth (1) + its readers (1) + hits (1; hybrid: 2, one per leg) +
+    # neighbours (1), plus the transaction around the semantic query (savepoint, SET LOCAL,
+    # release), and the audit event
+    expected = {"list": 4, "keyword": 4, "semantic": 7, "hybrid": 8}[mode]
+    expected += TENANT_QUERIES + AUDIT_QUERIES
     recall(api, world.app.headers, **body)  # the key's first use records last_used_at
     recall(api, minted.headers, **body)
     with django_assert_num_queries(expected):
@@ -438,6 +553,7 @@ def test_recall_costs_the_same_few_queries_however_many_hits(
         {"selections": BOT, "mode": "fuzzy"},
         {"selections": BOT, "mode": "keyword"},
         {"selections": BOT, "mode": "keyword", "query": "   "},
+        {"selections": BOT, "mode": "hybrid"},
         {"selections": BOT, "mode": "list", "query": "x"},
         {"selections": BOT, "mode": "list", "top_k": 0},
         {"selections": BOT, "mode": "list", "top_k": 101},

@@ -1,0 +1,464 @@
+"""Retrieval quality on the development set (bench/devset.py): recall@10 and MRR per mode, for
+fact search and conversation recall, beside plain baselines computed here.
+
+    .venv/bin/python bench/retrieval_quality.py                 # seed 1, the local model
+    .venv/bin/python bench/retrieval_quality.py --seed 2        # the held-out seed
+    .venv/bin/python bench/retrieval_quality.py --embedder hashing   # no model (fast, weak)
+
+Loads the set into its own database (`kindmem_bench_quality`, kept; one tenant per set and
+embedder, reused while the generator is unchanged), each person's facts scoped to them and
+their conversation as sessions (one conversation per session). Every question is asked as a
+run for its person, through kindmem's own search functions (`fact_search`, `recall_search`,
+guard and row security included; recall over user and agent turns), with its vector
+precomputed so that figures and latencies exclude the embedding.
+
+Figures per question: recall@10 = the share of its evidence in the top 10 (turn-level for
+recall, fact-level for facts), MRR = 1 / rank of the first evidence (0 past 10). Beside
+kindmem's modes, the baselines the issue names, over the same texts and vectors and the same
+per-person candidates: plain BM25 (k1 1.2, b 0.75, over the same PostgreSQL lexemes), plain
+dense (exact cosine, numpy) and plain RRF of the two (k 60, full lists).
+
+Vectors are cached under var/bench/quality/. Writes JSON to
+bench/results/quality-seed<seed>-<embedder>.json (one entry per `--label`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import math
+import os
+import statistics
+import sys
+import time
+import uuid
+from collections import Counter, defaultdict
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "kindmem.settings")
+
+import django
+
+django.setup()
+
+import numpy as np  # noqa: E402
+from django.conf import settings  # noqa: E402
+from django.db import connection  # noqa: E402
+
+from bench.devset import DevSet, generate  # noqa: E402
+from embeddings.providers import HashingEmbedder  # noqa: E402
+from facts.models import EmbeddingState, Fact, Revision  # noqa: E402
+from facts.services import content_hash  # noqa: E402
+from kindmem.access import readers_for  # noqa: E402
+from kindmem.models import Tenant  # noqa: E402
+from kindmem.row_security import tenant_context  # noqa: E402
+from recall.models import Conversation, Message  # noqa: E402
+
+DATABASE = "kindmem_bench_quality"
+ROOT = Path(__file__).resolve().parent
+AGENT = "companion"
+K = 10
+RRF_K = 60
+FACT_MODES = ("keyword", "semantic", "hybrid")
+RECALL_MODES = ("keyword", "semantic", "hybrid")
+ROLES = ("user", "agent")
+
+
+# --- vectors ------------------------------------------------------------------------------------
+
+
+def embed_all(texts: list[str], embedder_name: str, tag: str) -> tuple[np.ndarray, str]:
+    """Unit vectors for `texts` (cached per set and embedder), and the model's name."""
+    if embedder_name == "hashing":
+        hashing = HashingEmbedder()
+        return np.asarray(hashing.embed(texts), dtype=np.float32), hashing.model
+    from facts.embedders.local import LocalEmbedder
+
+    embedder = LocalEmbedder(threads=settings.EMBEDDER_THREADS)
+    folder = Path(settings.DATA_DIR) / "bench" / "quality"
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{tag}-all-MiniLM-L6-v2.npy"
+    if path.exists():
+        return np.load(path), embedder.model
+    started = time.monotonic()
+    out: list[list[float]] = []
+    for start in range(0, len(texts), 256):
+        out.extend(embedder.embed(texts[start : start + 256]))
+        print(f"  embedded {len(out)}/{len(texts)}", flush=True)
+    vectors = np.asarray(out, dtype=np.float32)
+    np.save(path, vectors)
+    print(f"  {len(texts) / (time.monotonic() - started):.0f} texts/s", flush=True)
+    return vectors, embedder.model
+
+
+class Precomputed:
+    """An embedder that answers from the vectors computed up front (the questions')."""
+
+    dimensions = 384
+
+    def __init__(self, model: str, vectors: dict[str, list[float]]) -> None:
+        self.model = model
+        self.vectors = vectors
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        return [self.vectors[t] for t in texts]
+
+
+def use_precomputed(embedder: Precomputed) -> None:
+    """Every module's `require_embedder` answers with `embedder`."""
+    import embeddings.providers
+
+    original = embeddings.providers.require_embedder
+    for module in list(sys.modules.values()):
+        if getattr(module, "require_embedder", None) is original:
+            module.require_embedder = lambda: embedder  # type: ignore[attr-defined]
+
+
+# --- loading ------------------------------------------------------------------------------------
+
+
+def use_bench_database() -> None:
+    connection.settings_dict["TEST"]["NAME"] = DATABASE
+    connection.creation.create_test_db(verbosity=0, autoclobber=True, keepdb=True)
+
+
+def load(dev: DevSet, name: str, vectors: np.ndarray, model: str) -> Tenant:
+    """The set as one tenant: a project, an agent, each person's facts (participant-scoped)
+    and sessions (one conversation each), all written straight to the tables."""
+    from tests import factories
+
+    tenant = factories.tenant_create(name)
+    org = factories.org_create(tenant)
+    project = factories.project_create(tenant, org, name="devset")
+    agent = factories.agent_create(tenant, agent_id=AGENT)
+    n_turns = len(dev.turns)
+    turn_vectors, fact_vectors = vectors[:n_turns], vectors[n_turns : n_turns + len(dev.facts)]
+    facts = Fact.objects.bulk_create(
+        Fact(tenant=tenant, type="note", org=org, project=project, participant_id=f.person)
+        for f in dev.facts
+    )
+    Revision.objects.bulk_create(
+        Revision(
+            tenant=tenant,
+            fact=fact,
+            version=1,
+            content={"text": f.text, "dev_id": f.id},
+            content_hash=content_hash({"text": f.text}, None, None),
+            attributed_kind="service",
+            attributed_id="devset",
+            search_text=f.text,
+            embedding=vector.tolist(),
+            embedding_model=model,
+            embedding_state=EmbeddingState.DONE,
+        )
+        for fact, f, vector in zip(facts, dev.facts, fact_vectors, strict=True)
+    )
+    sessions: dict[tuple[str, int], list[int]] = defaultdict(list)
+    for i, t in enumerate(dev.turns):
+        sessions[(t.person, t.session)].append(i)
+    conversations = Conversation.objects.bulk_create(
+        Conversation(
+            tenant=tenant,
+            thread_id=f"{person}-s{session}",
+            agent=agent,
+            project=project,
+            participant_id=person,
+            last_sequence=len(indexes),
+        )
+        for (person, session), indexes in sessions.items()
+    )
+    Message.objects.bulk_create(
+        Message(
+            tenant=tenant,
+            conversation=conversation,
+            sequence=dev.turns[i].sequence,
+            role=dev.turns[i].role,
+            text=dev.turns[i].text,
+            embedding=turn_vectors[i].tolist(),
+            embedding_model=model,
+        )
+        for conversation, indexes in zip(conversations, sessions.values(), strict=True)
+        for i in indexes
+    )
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE facts_revision; ANALYZE recall_message; ANALYZE facts_fact")
+    return tenant
+
+
+# --- the baselines ------------------------------------------------------------------------------
+
+
+def lexemes_of(texts: list[str]) -> list[dict[str, int]]:
+    """Each text's PostgreSQL lexemes (english) with their counts: what the index holds."""
+    out = []
+    with connection.cursor() as cursor:
+        for start in range(0, len(texts), 500):
+            chunk = texts[start : start + 500]
+            cursor.execute(
+                "SELECT t.i, u.lexeme, coalesce(array_length(u.positions, 1), 1)"
+                " FROM unnest(%s::text[]) WITH ORDINALITY AS t(text, i),"
+                " LATERAL unnest(to_tsvector('english', t.text)) AS u",
+                [chunk],
+            )
+            found: dict[int, dict[str, int]] = defaultdict(dict)
+            for i, lexeme, count in cursor.fetchall():
+                found[i - 1][lexeme] = count
+            out.extend(found[i] for i in range(len(chunk)))
+    return out
+
+
+class BM25:
+    """Plain Okapi BM25 over one person's documents (k1 1.2, b 0.75)."""
+
+    def __init__(self, docs: list[dict[str, int]], k1: float = 1.2, b: float = 0.75) -> None:
+        self.docs, self.k1, self.b = docs, k1, b
+        self.avgdl = statistics.mean(sum(d.values()) for d in docs) or 1.0
+        df = Counter(term for d in docs for term in d)
+        n = len(docs)
+        self.idf = {t: math.log(1 + (n - c + 0.5) / (c + 0.5)) for t, c in df.items()}
+
+    def rank(self, query: dict[str, int]) -> list[int]:
+        scores = []
+        for i, d in enumerate(self.docs):
+            dl = sum(d.values())
+            s = 0.0
+            for term in query:
+                tf = d.get(term)
+                if tf:
+                    norm = tf + self.k1 * (1 - self.b + self.b * dl / self.avgdl)
+                    s += self.idf[term] * tf * (self.k1 + 1) / norm
+            if s > 0:
+                scores.append((-s, i))
+        return [i for _, i in sorted(scores)]
+
+
+def rrf(*lists: list[int], k: int = RRF_K) -> list[int]:
+    score: dict[int, float] = defaultdict(float)
+    for ranked in lists:
+        for r, i in enumerate(ranked, start=1):
+            score[i] += 1 / (k + r)
+    return sorted(score, key=lambda i: -score[i])
+
+
+# --- measuring ----------------------------------------------------------------------------------
+
+
+def scored(ranked: list[str], evidence: Sequence[str]) -> tuple[float, float]:
+    top = ranked[:K]
+    recall = sum(1 for e in evidence if e in top) / len(evidence)
+    first = next((r for r, doc in enumerate(top, start=1) if doc in evidence), None)
+    return recall, (1 / first if first else 0.0)
+
+
+def summarise(rows: list[tuple[str, float, float]]) -> dict:
+    """rows: (style, recall, rr) per question -> means overall and per style."""
+    out = {
+        "recall@10": round(statistics.mean(r for _, r, _ in rows), 3),
+        "mrr": round(statistics.mean(m for _, _, m in rows), 3),
+        "empty": 0,
+    }
+    for style in sorted({s for s, _, _ in rows}):
+        out[style] = round(statistics.mean(r for s, r, _ in rows if s == style), 3)
+    return out
+
+
+def baselines(
+    dev: DevSet,
+    docs: list[tuple[str, str]],  # (id, person)
+    doc_lexemes: list[dict[str, int]],
+    doc_vectors: np.ndarray,
+    evidence_of: Callable,
+    q_lexemes: list[dict[str, int]],
+    q_vectors: np.ndarray,
+) -> dict[str, dict]:
+    by_person: dict[str, list[int]] = defaultdict(list)
+    for i, (_, person) in enumerate(docs):
+        by_person[person].append(i)
+    bm25 = {p: BM25([doc_lexemes[i] for i in idx]) for p, idx in by_person.items()}
+    rows: dict[str, list] = defaultdict(list)
+    for qi, q in enumerate(dev.questions):
+        idx = by_person[q.person]
+        kw = [idx[i] for i in bm25[q.person].rank(q_lexemes[qi])]
+        sims = doc_vectors[idx] @ q_vectors[qi]
+        dense = [idx[i] for i in np.argsort(-sims, kind="stable")]
+        for name, ranked in (("bm25", kw), ("dense", dense), ("rrf", rrf(kw, dense))):
+            rows[name].append((q.style, *scored([docs[i][0] for i in ranked], evidence_of(q))))
+    return {f"plain {name}": summarise(r) for name, r in rows.items()}
+
+
+def timed(fn: Callable, samples: list[float]):
+    started = time.perf_counter()
+    out = fn()
+    samples.append(time.perf_counter() - started)
+    return out
+
+
+def kindmem_facts(dev: DevSet, tenant: Tenant, runs: dict) -> dict[str, dict]:
+    from facts.search import FactSearch, fact_search
+
+    dev_id = dict(Revision.objects.filter(tenant=tenant).values_list("id", "content__dev_id"))
+    out = {}
+    for mode in FACT_MODES:
+        rows, samples, empty = [], [], 0
+        for q in dev.questions:
+            search = FactSearch(
+                tenant_id=tenant.id, readers=runs[q.person], mode=mode, query=q.text, top_k=K
+            )
+            try:
+                with tenant_context(tenant.id):
+                    hits = timed(lambda s=search: fact_search(search=s), samples)
+            except ValueError:
+                break
+            empty += not hits
+            ranked = [dev_id[h.revision.id] for h in hits]
+            rows.append((q.style, *scored(ranked, q.fact_evidence)))
+        if rows:
+            out[mode] = {**summarise(rows), "empty": empty, "p50_ms": p50(samples)}
+    return out
+
+
+def kindmem_recall(dev: DevSet, tenant: Tenant, runs: dict) -> dict[str, dict]:
+    from recall.search import RecallQuery, Selection, recall_search
+
+    out = {}
+    for mode in RECALL_MODES:
+        rows, samples, empty = [], [], 0
+        for q in dev.questions:
+            request = RecallQuery(
+                tenant_id=tenant.id,
+                readers=runs[q.person],
+                selections=[Selection(agent_id=AGENT, participant_id=q.person)],
+                mode=mode,
+                top_k=K,
+                roles=ROLES,
+                query=q.text,
+            )
+            try:
+                with tenant_context(tenant.id):
+                    hits = timed(lambda r=request: recall_search(request=r), samples)
+            except ValueError:  # a mode this version does not have
+                break
+            empty += not hits
+            ranked = [f"{h.message.conversation.thread_id}-t{h.message.sequence}" for h in hits]
+            rows.append((q.style, *scored(ranked, q.turn_evidence)))
+        if rows:
+            out[mode] = {**summarise(rows), "empty": empty, "p50_ms": p50(samples)}
+    return out
+
+
+def p50(samples: list[float]) -> float:
+    return round(statistics.median(samples) * 1000, 2)
+
+
+def print_table(title: str, table: dict[str, dict]) -> None:
+    styles = ("direct", "padded", "paraphrase", "all")
+    print(f"\n{title}")
+    print(
+        f"  {'retriever':16} {'R@10':>6} {'MRR':>6} "
+        + " ".join(f"{s:>10}" for s in styles)
+        + f" {'empty':>6} {'p50 ms':>7}"
+    )
+    for name, e in table.items():
+        print(
+            f"  {name:16} {e['recall@10']:>6} {e['mrr']:>6} "
+            + " ".join(f"{e.get(s, '-'):>10}" for s in styles)
+            + f" {e.get('empty', '-'):>6} {e.get('p50_ms', '-'):>7}"
+        )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--embedder", choices=["local", "hashing"], default="local")
+    parser.add_argument("--label", default="", help="a name for this run in the JSON file")
+    args = parser.parse_args()
+
+    dev = generate(args.seed)
+    texts = (
+        [t.text for t in dev.turns] + [f.text for f in dev.facts] + [q.text for q in dev.questions]
+    )
+    digest = hashlib.sha256("\x00".join(texts).encode()).hexdigest()[:10]
+    tag = f"seed{args.seed}-{digest}"
+    print(
+        f"development set seed {args.seed}: {len(dev.turns)} turns, {len(dev.facts)} facts,"
+        f" {len(dev.questions)} questions {dict(Counter(q.style for q in dev.questions))}",
+        flush=True,
+    )
+    vectors, model = embed_all(texts, args.embedder, tag)
+    n_docs = len(dev.turns) + len(dev.facts)
+    q_vectors = vectors[n_docs:]
+    use_precomputed(
+        Precomputed(model, {q.text: q_vectors[i].tolist() for i, q in enumerate(dev.questions)})
+    )
+
+    use_bench_database()
+    name = f"devset-{tag}-{args.embedder}"
+    tenant = Tenant.objects.filter(name=name).first()
+    if tenant is None:
+        print("loading ...", flush=True)
+        tenant = load(dev, name, vectors, model)
+    runs = run_readers(dev, tenant)
+
+    turn_lexemes = lexemes_of([t.text for t in dev.turns])
+    fact_lexemes = lexemes_of([f.text for f in dev.facts])
+    q_lexemes = lexemes_of([q.text for q in dev.questions])
+    results: dict = {"seed": args.seed, "embedder": args.embedder, "label": args.label}
+    results["facts"] = {
+        **baselines(
+            dev,
+            [(f.id, f.person) for f in dev.facts],
+            fact_lexemes,
+            vectors[len(dev.turns) : n_docs],
+            lambda q: q.fact_evidence,
+            q_lexemes,
+            q_vectors,
+        ),
+        **kindmem_facts(dev, tenant, runs),
+    }
+    results["recall"] = {
+        **baselines(
+            dev,
+            [(t.id, t.person) for t in dev.turns],
+            turn_lexemes,
+            vectors[: len(dev.turns)],
+            lambda q: q.turn_evidence,
+            q_lexemes,
+            q_vectors,
+        ),
+        **kindmem_recall(dev, tenant, runs),
+    }
+    print_table(f"facts ({len(dev.facts)} facts, {len(dev.questions)} questions)", results["facts"])
+    print_table(
+        f"recall ({len(dev.turns)} turns, roles user+agent, {len(dev.questions)} questions)",
+        results["recall"],
+    )
+    out = ROOT / "results" / f"quality-seed{args.seed}-{args.embedder}.json"
+    out.parent.mkdir(exist_ok=True)
+    previous = json.loads(out.read_text()) if out.exists() else {}
+    previous[args.label or "latest"] = results
+    out.write_text(json.dumps(previous, indent=2) + "\n")
+    print(f"\nwrote {out.relative_to(ROOT.parent)}")
+
+
+def run_readers(dev: DevSet, tenant: Tenant) -> dict:
+    """A run for each person (its participant), as an agent would search: their readers."""
+    from kindmem.models import ApiKey, Project
+    from tests import factories
+
+    project = Project.objects.get(tenant=tenant, name="devset")
+    app = factories.app_key_create(tenant, [project])
+    assert ApiKey.objects.filter(pk=app.key.pk).exists()
+    out = {}
+    for person in sorted({q.person for q in dev.questions}):
+        minted = factories.run_create(
+            app, project, participant_id=person, thread_id=f"bench-{uuid.uuid4()}"
+        )
+        out[person] = readers_for(minted.principal)
+    return out
+
+
+if __name__ == "__main__":
+    main()
