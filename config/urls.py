@@ -27,7 +27,7 @@ api_v1 = [
 ]
 
 APP_ROUTES = [
-    "config.urls",
+    "kindmem.urls",
     "facts.urls",
     "recall.urls",
     "runlog.urls",

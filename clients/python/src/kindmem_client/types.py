@@ -20,8 +20,10 @@ __all__ = [
     "AuditPage",
     "DecisionInput",
     "DownloadLinks",
+    "ErasedBefore",
     "Erasure",
     "ErasureCreateInput",
+    "ErasurePreview",
     "Error",
     "Fact",
     "FactCreateInput",
@@ -34,6 +36,7 @@ __all__ = [
     "FactWrite",
     "FactWriteOutputOutcomeEnum",
     "Finding",
+    "HeldItem",
     "KindE16Enum",
     "Link",
     "LinkCreate",
@@ -201,6 +204,11 @@ class DownloadLinks(TypedDict):
     expires_in_seconds: int
 
 
+class ErasedBefore(TypedDict):
+    id: str
+    finished_at: str | None
+
+
 class Erasure(TypedDict):
     id: str
     status: str
@@ -208,6 +216,7 @@ class Erasure(TypedDict):
     target_id: str
     reason: str
     requested_by: str
+    target_reference: str
     created_at: str
     started_at: str | None
     finished_at: str | None
@@ -221,6 +230,19 @@ class ErasureCreateInput(TypedDict):
     target_kind: TargetKindEnum
     target_id: str
     reason: str
+
+
+class ErasurePreview(TypedDict):
+    dry_run: NotRequired[bool]
+    target_kind: str
+    target_id: str
+    nothing_matches: bool
+    counts: dict[str, int]
+    total: int
+    held: list[HeldItem]
+    held_count: int
+    unfinished_erasure_id: NotRequired[str | None]
+    erased_before: list[ErasedBefore]
 
 
 class Error(TypedDict):
@@ -344,6 +366,14 @@ class Finding(TypedDict):
     match: str
 
 
+class HeldItem(TypedDict):
+    kind: str
+    id: str
+    fact_id: str
+    version: int
+    hold: str
+
+
 KindE16Enum = Literal["participant", "user", "external"]
 
 
@@ -460,6 +490,7 @@ class Recall(TypedDict):
 class RecallHit(TypedDict):
     message: RecalledMessage
     score: float | None
+    ranks: dict[str, int]
 
 
 class RecallInput(TypedDict):
@@ -470,7 +501,7 @@ class RecallInput(TypedDict):
     top_k: NotRequired[int]
 
 
-RecallInputModeEnum = Literal["list", "keyword", "semantic"]
+RecallInputModeEnum = Literal["list", "keyword", "semantic", "hybrid"]
 
 
 class RecalledMessage(TypedDict):
