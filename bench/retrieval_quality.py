@@ -4,6 +4,7 @@ fact search and conversation recall, beside plain baselines computed here.
     .venv/bin/python bench/retrieval_quality.py                 # seed 1, the local model
     .venv/bin/python bench/retrieval_quality.py --seed 2        # the held-out seed
     .venv/bin/python bench/retrieval_quality.py --embedder hashing   # no model (fast, weak)
+    .venv/bin/python bench/retrieval_quality.py --fusion-grid        # how hybrid should fuse
 
 Loads the set into its own database (`kindmem_bench_quality`, kept; one tenant per set and
 embedder, reused while the generator is unchanged), each person's facts scoped to them and
@@ -46,7 +47,7 @@ django.setup()
 
 import numpy as np  # noqa: E402
 from django.conf import settings  # noqa: E402
-from django.db import connection  # noqa: E402
+from django.db import connection, transaction  # noqa: E402
 
 from bench.devset import DevSet, generate  # noqa: E402
 from embeddings.providers import HashingEmbedder  # noqa: E402
@@ -62,8 +63,7 @@ ROOT = Path(__file__).resolve().parent
 AGENT = "companion"
 K = 10
 RRF_K = 60
-FACT_MODES = ("keyword", "semantic", "hybrid")
-RECALL_MODES = ("keyword", "semantic", "hybrid")
+MODES = ("keyword", "semantic", "hybrid")
 ROLES = ("user", "agent")
 
 
@@ -125,6 +125,7 @@ def use_bench_database() -> None:
     connection.creation.create_test_db(verbosity=0, autoclobber=True, keepdb=True)
 
 
+@transaction.atomic  # all or nothing: a set found by its tenant's name is complete
 def load(dev: DevSet, name: str, vectors: np.ndarray, model: str) -> Tenant:
     """The set as one tenant: a project, an agent, each person's facts (participant-scoped)
     and sessions (one conversation each), all written straight to the tables."""
@@ -183,8 +184,6 @@ def load(dev: DevSet, name: str, vectors: np.ndarray, model: str) -> Tenant:
         for conversation, indexes in zip(conversations, sessions.values(), strict=True)
         for i in indexes
     )
-    with connection.cursor() as cursor:
-        cursor.execute("ANALYZE facts_revision; ANALYZE recall_message; ANALYZE facts_fact")
     return tenant
 
 
@@ -213,8 +212,13 @@ def lexemes_of(texts: list[str]) -> list[dict[str, int]]:
 class BM25:
     """Plain Okapi BM25 over one person's documents (k1 1.2, b 0.75)."""
 
-    def __init__(self, docs: list[dict[str, int]], k1: float = 1.2, b: float = 0.75) -> None:
+    def __init__(
+        self, docs: list[dict[str, int]], ids: list[str], k1: float = 1.2, b: float = 0.75
+    ) -> None:
         self.docs, self.k1, self.b = docs, k1, b
+        # Ties in an order unrelated to the set's: the generator writes a person's events
+        # before their notes, so breaking ties by position would favour the evidence.
+        self.tiebreak = [hashlib.sha256(i.encode()).hexdigest() for i in ids]
         self.avgdl = statistics.mean(sum(d.values()) for d in docs) or 1.0
         df = Counter(term for d in docs for term in d)
         n = len(docs)
@@ -231,8 +235,8 @@ class BM25:
                     norm = tf + self.k1 * (1 - self.b + self.b * dl / self.avgdl)
                     s += self.idf[term] * tf * (self.k1 + 1) / norm
             if s > 0:
-                scores.append((-s, i))
-        return [i for _, i in sorted(scores)]
+                scores.append((-s, self.tiebreak[i], i))
+        return [i for _, _, i in sorted(scores)]
 
 
 def rrf(*lists: list[int], k: int = RRF_K) -> list[int]:
@@ -277,7 +281,10 @@ def baselines(
     by_person: dict[str, list[int]] = defaultdict(list)
     for i, (_, person) in enumerate(docs):
         by_person[person].append(i)
-    bm25 = {p: BM25([doc_lexemes[i] for i in idx]) for p, idx in by_person.items()}
+    bm25 = {
+        p: BM25([doc_lexemes[i] for i in idx], [docs[i][0] for i in idx])
+        for p, idx in by_person.items()
+    }
     rows: dict[str, list] = defaultdict(list)
     for qi, q in enumerate(dev.questions):
         idx = by_person[q.person]
@@ -296,12 +303,12 @@ def timed(fn: Callable, samples: list[float]):
     return out
 
 
-def kindmem_facts(dev: DevSet, tenant: Tenant, runs: dict) -> dict[str, dict]:
+def kindmem_facts(dev: DevSet, tenant: Tenant, runs: dict, modes: Sequence[str]) -> dict:
     from facts.search import FactSearch, fact_search
 
     dev_id = dict(Revision.objects.filter(tenant=tenant).values_list("id", "content__dev_id"))
     out = {}
-    for mode in FACT_MODES:
+    for mode in modes:
         rows, samples, empty = [], [], 0
         for q in dev.questions:
             search = FactSearch(
@@ -320,11 +327,11 @@ def kindmem_facts(dev: DevSet, tenant: Tenant, runs: dict) -> dict[str, dict]:
     return out
 
 
-def kindmem_recall(dev: DevSet, tenant: Tenant, runs: dict) -> dict[str, dict]:
+def kindmem_recall(dev: DevSet, tenant: Tenant, runs: dict, modes: Sequence[str]) -> dict:
     from recall.search import RecallQuery, Selection, recall_search
 
     out = {}
-    for mode in RECALL_MODES:
+    for mode in modes:
         rows, samples, empty = [], [], 0
         for q in dev.questions:
             request = RecallQuery(
@@ -347,6 +354,120 @@ def kindmem_recall(dev: DevSet, tenant: Tenant, runs: dict) -> dict[str, dict]:
         if rows:
             out[mode] = {**summarise(rows), "empty": empty, "p50_ms": p50(samples)}
     return out
+
+
+# --- choosing the fusion ------------------------------------------------------------------------
+
+GRID_DEPTHS = (10, 20, 30, 50, 100)  # candidates per leg, for top_k 10
+GRID_KS = (1, 5, 10, 20, 30, 60, 100)
+GRID_KEYWORD_WEIGHTS = (0.5, 0.75, 1.0, 1.25, 1.5, 2.0)  # the semantic leg's weight is 1
+
+
+def leg_lists(dev: DevSet, tenant: Tenant, runs: dict, q_vectors: np.ndarray, model: str) -> dict:
+    """Every question's two legs, 100 deep, for facts and recall, as evidence ids: kindmem's own
+    leg functions, so that fusing their prefixes is exactly what hybrid search would return."""
+    from facts.search import FactSearch
+    from facts.search import keyword_leg as fact_keyword
+    from facts.search import semantic_leg as fact_semantic
+    from recall.search import RecallQuery, Selection, recallable
+    from recall.search import keyword_leg as recall_keyword
+    from recall.search import semantic_leg as recall_semantic
+
+    depth = max(GRID_DEPTHS)
+    dev_id = dict(Revision.objects.filter(tenant=tenant).values_list("id", "content__dev_id"))
+    out: dict[str, list] = {"facts": [], "recall": []}
+    with tenant_context(tenant.id):
+        for qi, q in enumerate(dev.questions):
+            vector = q_vectors[qi].tolist()
+            search = FactSearch(
+                tenant_id=tenant.id, readers=runs[q.person], mode="hybrid", query=q.text
+            )
+            out["facts"].append(
+                {
+                    "keyword": [dev_id[r.id] for r, _ in fact_keyword(search, depth)],
+                    "semantic": [
+                        dev_id[r.id] for r, _ in fact_semantic(search, depth, vector, model)
+                    ],
+                }
+            )
+            base = recallable(
+                RecallQuery(
+                    tenant_id=tenant.id,
+                    readers=runs[q.person],
+                    selections=[Selection(agent_id=AGENT, participant_id=q.person)],
+                    mode="hybrid",
+                    top_k=K,
+                    roles=ROLES,
+                    query=q.text,
+                )
+            )
+
+            def ref(m: Message) -> str:
+                return f"{m.conversation.thread_id}-t{m.sequence}"
+
+            out["recall"].append(
+                {
+                    "keyword": [ref(m) for m, _ in recall_keyword(base, q.text, depth)],
+                    "semantic": [ref(m) for m, _ in recall_semantic(base, depth, vector, model)],
+                }
+            )
+    return out
+
+
+def fusion_grid(dev: DevSet, legs: dict) -> list[dict]:
+    """recall@10 of every (depth, k, keyword weight) on facts and recall, beside each leg's."""
+    from kindmem.fusion import fuse_by_rank
+
+    def mean_recall(corpus: str, ranked_of: Callable) -> float:
+        evidence = "fact_evidence" if corpus == "facts" else "turn_evidence"
+        return statistics.mean(
+            scored(ranked_of(lists), getattr(q, evidence))[0]
+            for q, lists in zip(dev.questions, legs[corpus], strict=True)
+        )
+
+    rows = []
+    base = {
+        corpus: {leg: mean_recall(corpus, lambda lists, leg=leg: lists[leg]) for leg in MODES[:2]}
+        for corpus in legs
+    }
+    for depth in GRID_DEPTHS:
+        for k in GRID_KS:
+            for w in GRID_KEYWORD_WEIGHTS:
+                weights = {"keyword": w, "semantic": 1.0}
+                row = {"depth": depth, "k": k, "keyword_weight": w}
+                for corpus in legs:
+                    row[corpus] = round(
+                        mean_recall(
+                            corpus,
+                            lambda lists, d=depth, k=k, weights=weights: [
+                                f.item
+                                for f in fuse_by_rank(
+                                    {leg: lists[leg][:d] for leg in ("keyword", "semantic")},
+                                    key=lambda i: i,
+                                    k=k,
+                                    weights=weights,
+                                )
+                            ],
+                        ),
+                        4,
+                    )
+                    row[f"{corpus} margin"] = round(row[corpus] - max(base[corpus].values()), 4)
+                rows.append(row)
+    print(
+        "\nlegs alone, recall@10:",
+        {c: {k: round(v, 3) for k, v in b.items()} for c, b in base.items()},
+    )
+    rows.sort(key=lambda r: -(r["facts"] + r["recall"]))
+    print(
+        f"  {'depth':>5} {'k':>4} {'w_kw':>5} {'facts':>7} {'margin':>7}"
+        f" {'recall':>7} {'margin':>7}"
+    )
+    for r in rows[:25]:
+        print(
+            f"  {r['depth']:>5} {r['k']:>4} {r['keyword_weight']:>5} {r['facts']:>7}"
+            f" {r['facts margin']:>7} {r['recall']:>7} {r['recall margin']:>7}"
+        )
+    return rows
 
 
 def p50(samples: list[float]) -> float:
@@ -374,6 +495,12 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--embedder", choices=["local", "hashing"], default="local")
     parser.add_argument("--label", default="", help="a name for this run in the JSON file")
+    parser.add_argument("--modes", nargs="+", choices=MODES, default=list(MODES))
+    parser.add_argument(
+        "--fusion-grid",
+        action="store_true",
+        help="instead: recall@10 of hybrid for every fusion depth, k and leg weight",
+    )
     args = parser.parse_args()
 
     dev = generate(args.seed)
@@ -400,7 +527,16 @@ def main() -> None:
     if tenant is None:
         print("loading ...", flush=True)
         tenant = load(dev, name, vectors, model)
+        with connection.cursor() as cursor:
+            cursor.execute("ANALYZE facts_revision; ANALYZE recall_message; ANALYZE facts_fact")
     runs = run_readers(dev, tenant)
+
+    if args.fusion_grid:
+        grid = fusion_grid(dev, leg_lists(dev, tenant, runs, q_vectors, model))
+        out = ROOT / "results" / f"fusion-grid-seed{args.seed}-{args.embedder}.json"
+        out.write_text(json.dumps(grid, indent=1) + "\n")
+        print(f"\nwrote {out.relative_to(ROOT.parent)}")
+        return
 
     turn_lexemes = lexemes_of([t.text for t in dev.turns])
     fact_lexemes = lexemes_of([f.text for f in dev.facts])
@@ -416,7 +552,7 @@ def main() -> None:
             q_lexemes,
             q_vectors,
         ),
-        **kindmem_facts(dev, tenant, runs),
+        **kindmem_facts(dev, tenant, runs, args.modes),
     }
     results["recall"] = {
         **baselines(
@@ -428,7 +564,7 @@ def main() -> None:
             q_lexemes,
             q_vectors,
         ),
-        **kindmem_recall(dev, tenant, runs),
+        **kindmem_recall(dev, tenant, runs, args.modes),
     }
     print_table(f"facts ({len(dev.facts)} facts, {len(dev.questions)} questions)", results["facts"])
     print_table(

@@ -38,7 +38,12 @@ class SearchScopeInput(StrictSerializer):
 
 
 class FactSearchInput(StrictSerializer):
-    mode = serializers.ChoiceField(choices=MODES, default="hybrid")
+    mode = serializers.ChoiceField(
+        choices=MODES,
+        default="hybrid",
+        help_text="keyword: any of the query's words, BM25 (quoted phrases required, -word"
+        " excluded); semantic: by meaning; hybrid: both, fused by rank.",
+    )
     query = TextField(max_length=MAX_QUERY_CHARS, trim_whitespace=False)
     type = TextField(required=False, max_length=100, min_length=1)
     scope = SearchScopeInput(required=False)
@@ -58,8 +63,13 @@ class FactSearchInput(StrictSerializer):
 
 class SearchHitOutput(serializers.Serializer):
     fact = FactOutput(source="revision")
-    score = serializers.FloatField()
-    ranks = serializers.DictField(child=serializers.IntegerField())
+    score = serializers.FloatField(
+        help_text="BM25 (keyword), cosine similarity (semantic), the fused reciprocal-rank score"
+        " (hybrid)."
+    )
+    ranks = serializers.DictField(
+        child=serializers.IntegerField(), help_text="The hit's 1-based rank in each leg."
+    )
 
 
 class FactSearchOutput(serializers.Serializer):

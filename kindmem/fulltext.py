@@ -85,9 +85,11 @@ class KeywordQuery:
             if phrase is not None:
                 if phrase.strip():
                     (excluded_phrases if negated_phrase else phrases)[phrase.strip()] = None
-            elif negated_word and word:
+            elif not word or not word.strip("-"):
+                continue  # a lone "-": nothing to search for
+            elif negated_word:
                 excluded_words[word.lower()] = None
-            elif word and word.lower() != "or":
+            elif word.lower() != "or":
                 words[word.lower()] = None
         return cls(
             words=tuple(words)[:MAX_TERMS],
