@@ -226,7 +226,10 @@ class Supervisor:
 
     def stop_all(self) -> None:
         self.stopping = True
-        for name in ("web", "beat", "worker", "broker"):
+        # The servers first, the broker last; any other child (the MCP server) with the servers.
+        order = ("web", "mcp", "beat", "worker", "broker")
+        names = [n for n in self.children if n not in order]
+        for name in [*order[:2], *names, *order[2:]]:
             child = self.children.get(name)
             if child is not None:
                 child.stop()

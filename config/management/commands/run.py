@@ -138,7 +138,11 @@ class Command(BaseCommand):
         mcp += ["--port", str(mcp_port), "--workers", "2"]
         children += [
             Child(name="web", start=lambda: popen_in_own_session(web, env)),
-            Child(name="mcp", start=lambda: popen_in_own_session(mcp, env)),
+            Child(
+                name="mcp",
+                start=lambda: popen_in_own_session(mcp, env),
+                kill_group_on_death=True,  # uvicorn's worker processes
+            ),
             Child(
                 name="worker",
                 start=lambda: popen_in_own_session(worker, env),
