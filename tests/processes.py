@@ -68,6 +68,13 @@ def embedded_broker(data_dir: Path) -> Iterator[Broker]:
         started.process.wait(timeout=30)
 
 
+def _web_env() -> dict[str, str]:
+    """A web process's broker is the test run's (tests/conftest.py): what a committed request
+    queues (an erasure, an export) lands where the test process queues too, not in a broker
+    that no one started."""
+    return {"SECRET_KEY": "web-test", "CELERY_BROKER_URL": settings.CELERY_BROKER_URL}
+
+
 def free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
@@ -109,7 +116,7 @@ def asgi_server(env: dict[str, str] | None = None) -> Iterator[str]:
             "--log-level",
             "warning",
         ],
-        env={**os.environ, **database_env(), "SECRET_KEY": "web-test", **(env or {})},
+        env={**os.environ, **database_env(), **_web_env(), **(env or {})},
         cwd=settings.BASE_DIR,
     )
     try:
@@ -143,7 +150,7 @@ def web_server(*args: str, env: dict[str, str] | None = None) -> Iterator[str]:
             "warning",
             *args,
         ],
-        env={**os.environ, **database_env(), "SECRET_KEY": "web-test", **(env or {})},
+        env={**os.environ, **database_env(), **_web_env(), **(env or {})},
         cwd=settings.BASE_DIR,
     )
     try:
