@@ -48,8 +48,10 @@ def _uuid(value: str) -> uuid.UUID:
 class ErasureListView(APIView):
     permission_classes = [IsPrivacyOfficer]
 
+    # One body for both modes, so the schema documents the dry run's (`reason` optional); a
+    # real erasure without a reason is a 400 `validation-error`.
     @extend_schema(
-        request=ErasureCreateInput,
+        request=ErasurePreviewInput,
         parameters=[ErasureQueryInput],
         responses={
             202: ErasureOutput,

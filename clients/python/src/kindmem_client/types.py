@@ -22,8 +22,8 @@ __all__ = [
     "DownloadLinks",
     "ErasedBefore",
     "Erasure",
-    "ErasureCreateInput",
     "ErasurePreview",
+    "ErasurePreviewInput",
     "Error",
     "Fact",
     "FactCreateInput",
@@ -224,14 +224,6 @@ class Erasure(TypedDict):
     receipt: Any
 
 
-class ErasureCreateInput(TypedDict):
-    """Rejects fields it does not declare, naming them: a typo is an error, not a no-op."""
-
-    target_kind: TargetKindEnum
-    target_id: str
-    reason: str
-
-
 class ErasurePreview(TypedDict):
     dry_run: NotRequired[bool]
     target_kind: str
@@ -243,6 +235,14 @@ class ErasurePreview(TypedDict):
     held_count: int
     unfinished_erasure_id: NotRequired[str | None]
     erased_before: list[ErasedBefore]
+
+
+class ErasurePreviewInput(TypedDict):
+    """A dry run takes the same body; its reason may be left out."""
+
+    target_kind: TargetKindEnum
+    target_id: str
+    reason: NotRequired[str]
 
 
 class Error(TypedDict):
