@@ -37,3 +37,4 @@ test: $(VENV)/.installed-test browser
 lint: $(VENV)/.installed-test
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/mypy

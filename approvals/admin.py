@@ -24,14 +24,14 @@ from django.utils.timesince import timesince
 from django.views.decorators.http import require_POST
 
 from approvals.highlight import highlight
-from approvals.models import Approval, ApprovalStatus
+from approvals.models import Approval, ApprovalQuerySet, ApprovalStatus
 from approvals.services import Decision, approval_decide, console_principal
 from facts.review_reasons import REASONS
 from kindmem.console import TenantScopedAdmin, console_scope, person_link
 from kindmem.errors import KindmemError
 
 
-def tenant_approvals(request: HttpRequest) -> QuerySet[Approval]:
+def tenant_approvals(request: HttpRequest) -> ApprovalQuerySet:
     """The approvals a console user may see: their tenant's; all for platform staff."""
     return console_scope(request, Approval.objects.all())
 

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from approvals.services import Remembered, memory_remember
+from approvals.remember import Remembered, memory_remember
 from kindmem import services as kindmem_services
-from kindmem.access import Principal
+from kindmem.access import Principal, PrincipalKind
 from kindmem.models import ApiKey, Project, Run
 
 DEMO_SESSION = "demo-review-queue"
@@ -25,14 +25,16 @@ def demo_approvals_seed(*, app_key: ApiKey, project: Project) -> list[Remembered
     ).first()
     if run is None:
         run, _ = kindmem_services.run_mint(
-            principal=Principal(kind="app", tenant_id=project.tenant_id, api_key=app_key),
+            principal=Principal(
+                kind=PrincipalKind.APP, tenant_id=project.tenant_id, api_key=app_key
+            ),
             agent_id="support-bot",
             project_id=str(project.id),
             participant_id="demo-customer-2",
             thread_id="demo-thread-1",
             session_id=DEMO_SESSION,
         )
-    principal = Principal(kind="run", tenant_id=project.tenant_id, run=run)
+    principal = Principal(kind=PrincipalKind.RUN, tenant_id=project.tenant_id, run=run)
     return [
         memory_remember(
             principal=principal,

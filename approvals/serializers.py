@@ -8,8 +8,9 @@ from rest_framework import serializers
 
 from approvals.models import Approval, ApprovalStatus
 from facts.review_reasons import REASONS
-from facts.serializers import FactOutput, PatternField, StrictSerializer, TextField
+from facts.serializers import FactOutput
 from kindmem import fields
+from kindmem.fields import PatternField, StrictSerializer, TextField
 
 # A hard cap before the service's own limit (KINDMEM_REMEMBER_MAX_CHARS) answers clearly.
 MAX_TEXT_INPUT = 100_000

@@ -1,10 +1,10 @@
-"""Writes of the review queue: the `remember` tool (which opens an approval when a memory must
-wait) and a reviewer's decision on one approval."""
+"""Writes of the review queue: opening an approval for a revision that must wait (the `remember`
+tool in `approvals.remember`, and an agent's write through the facts routes) and a reviewer's
+decision on one approval."""
 
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass
 from datetime import datetime
 
 from django.db import transaction
@@ -12,10 +12,9 @@ from django.utils import timezone
 
 from approvals.models import Approval, ApprovalStatus
 from facts.models import Revision
-from facts.remember import RememberResult, fact_remember, revision_approve, revision_reject
 from facts.review_reasons import Finding
-from facts.services import fact_verify
-from kindmem.access import Principal, Readers
+from facts.services import fact_verify, revision_approve, revision_reject
+from kindmem.access import Principal, PrincipalKind, Readers
 from kindmem.errors import Conflict, Forbidden, NotFound, ValidationFailed
 
 REVIEWER_GROUP = "reviewer"
@@ -25,59 +24,6 @@ class Decision:
     APPROVE = "approve"
     REJECT = "reject"
     CHOICES = (APPROVE, REJECT)
-
-
-@dataclass(frozen=True)
-class Remembered:
-    result: RememberResult
-    approval: Approval | None
-
-
-@transaction.atomic
-def memory_remember(
-    *,
-    principal: Principal,
-    type: str,
-    text: str,
-    tool_call_id: str,
-    key: str | None = None,
-    valid_until: datetime | None = None,
-    step_id: str | None = None,
-) -> Remembered:
-    """The `remember` tool: write the memory (`facts.remember.fact_remember`) and, when it must
-    wait for a person, open its approval, in one transaction. A replay returns the approval
-    the first call opened. When the memory supersedes a slot value still waiting for review,
-    that older approval closes as `superseded` (the new value is reviewed on its own)."""
-    result = fact_remember(
-        principal=principal,
-        type=type,
-        text=text,
-        tool_call_id=tool_call_id,
-        key=key,
-        valid_until=valid_until,
-        step_id=step_id,
-    )
-    if result.outcome == "replayed":
-        return Remembered(result, Approval.objects.filter(revision=result.revision).first())
-    now = timezone.now()
-    if result.withdrawn:
-        Approval.objects.filter(
-            revision__in=result.withdrawn, status=ApprovalStatus.PENDING
-        ).update(
-            status=ApprovalStatus.SUPERSEDED,
-            decided_at=now,
-            decided_by=f"{result.revision.attributed_kind}:{result.revision.attributed_id}",
-        )
-    approval = None
-    if result.reasons:
-        approval = approval_open(
-            principal=principal,
-            revision=result.revision,
-            reasons=result.reasons,
-            findings=result.findings,
-            now=now,
-        )
-    return Remembered(result, approval)
 
 
 def approval_open(
@@ -92,7 +38,7 @@ def approval_open(
     the spans that fired, the agent, its version, project and run. In the caller's
     transaction, so the revision and its approval commit together."""
     run = principal.run
-    if principal.kind != "run" or run is None:
+    if principal.kind != PrincipalKind.RUN or run is None:
         raise Forbidden("Only an agent run's writes wait for review.")
     return Approval.objects.create(
         tenant_id=principal.tenant_id,
@@ -119,16 +65,16 @@ def approval_open_for_fact(
 
 def is_reviewer(principal: Principal) -> bool:
     """A tenant admin key, or a Kindgi user in the `reviewer` group (or a superuser)."""
-    if principal.kind == "admin":
+    if principal.kind == PrincipalKind.ADMIN:
         return True
     user = principal.user
-    if principal.kind != "user" or user is None or not user.is_active:
+    if principal.kind != PrincipalKind.USER or user is None or not user.is_active:
         return False
     return user.is_superuser or user.groups.filter(name=REVIEWER_GROUP).exists()
 
 
 def reviewer_label(principal: Principal) -> str:
-    if principal.kind == "user" and principal.user is not None:
+    if principal.kind == PrincipalKind.USER and principal.user is not None:
         return f"user:{principal.user.id}"
     assert principal.api_key is not None
     return f"{principal.kind}:{principal.api_key.id}"
@@ -191,7 +137,7 @@ def approval_decide(
         status=status,
         decided_at=now,
         decided_by=by,
-        decided_by_user=reviewer.user if reviewer.kind == "user" else None,
+        decided_by_user=reviewer.user if reviewer.kind == PrincipalKind.USER else None,
         note=note,
     )
     if claimed != 1:
@@ -224,4 +170,4 @@ def approval_decide(
 def console_principal(user: object, tenant_id: uuid.UUID) -> Principal:
     """The principal a console session decides as: the staff user, in the approval's tenant
     (the console has already limited the user to their own tenant's approvals)."""
-    return Principal(kind="user", tenant_id=tenant_id, user=user)  # type: ignore[arg-type]
+    return Principal(kind=PrincipalKind.USER, tenant_id=tenant_id, user=user)  # type: ignore[arg-type]

@@ -15,6 +15,7 @@ from rest_framework.response import Response
 from approvals import services
 from approvals.models import Approval
 from approvals.permissions import IsReviewer
+from approvals.remember import memory_remember
 from approvals.serializers import (
     ApprovalListInput,
     ApprovalListOutput,
@@ -26,6 +27,7 @@ from approvals.serializers import (
     remember_body,
 )
 from audit.recording import AuditedView
+from facts.slots import SlotOutcome
 from kindmem.cursors import cursor_encode
 from kindmem.permissions import IsRun, principal_of
 from kindmem.serializers import ErrorOutput
@@ -63,12 +65,10 @@ class RememberView(AuditedView):
     def post(self, request: Request) -> Response:
         body = RememberInput(data=request.data)
         body.is_valid(raise_exception=True)
-        remembered = services.memory_remember(
-            principal=principal_of(request), **body.validated_data
-        )
+        remembered = memory_remember(principal=principal_of(request), **body.validated_data)
         revision = remembered.result.revision
         _touch_revision(self, revision)
-        code = status.HTTP_200_OK if remembered.result.outcome == "replayed" else 201
+        code = status.HTTP_200_OK if remembered.result.outcome == SlotOutcome.REPLAYED else 201
         return Response(remember_body(remembered), status=code)
 
 

@@ -12,8 +12,8 @@ import logging
 from typing import Any, ClassVar
 
 from django.db import transaction
+from django.http.response import HttpResponseBase
 from rest_framework.request import Request
-from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from audit.models import Outcome, Phase
@@ -31,7 +31,7 @@ class AuditedView(APIView):
     audit_kind: ClassVar[str] = "fact"
     audit_phases: ClassVar[dict[str, str]] = {}
 
-    def dispatch(self, request: Any, *args: Any, **kwargs: Any) -> Response:
+    def dispatch(self, request: Any, *args: Any, **kwargs: Any) -> HttpResponseBase:
         phase = self.audit_phases.get(request.method or "")
         if phase is None:
             return super().dispatch(request, *args, **kwargs)
@@ -52,7 +52,7 @@ class AuditedView(APIView):
             self._record_failure(request, data.get("code", "") if isinstance(data, dict) else "")
         return response
 
-    def _dispatch_and_record(self, request: Any, *args: Any, **kwargs: Any) -> Response:
+    def _dispatch_and_record(self, request: Any, *args: Any, **kwargs: Any) -> HttpResponseBase:
         response = super().dispatch(request, *args, **kwargs)
         principal = self._principal()
         if response.status_code >= 400:

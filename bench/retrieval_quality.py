@@ -52,7 +52,7 @@ from django.db import connection, transaction  # noqa: E402
 from bench.devset import DevSet, generate  # noqa: E402
 from embeddings.providers import HashingEmbedder  # noqa: E402
 from facts.models import EmbeddingState, Fact, Revision  # noqa: E402
-from facts.services import content_hash  # noqa: E402
+from facts.provenance import content_hash  # noqa: E402
 from kindmem.access import readers_for  # noqa: E402
 from kindmem.models import Tenant  # noqa: E402
 from kindmem.row_security import tenant_context  # noqa: E402

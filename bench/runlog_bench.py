@@ -46,8 +46,8 @@ def main() -> None:
 
 
 def measure(entries: int, threads: int, repeats: int) -> None:
-    from runlog.chain import verify_run
     from runlog.services import log_append
+    from runlog.verify import verify_run
     from tests import factories
 
     tenant = factories.tenant_create("bench")

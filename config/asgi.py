@@ -57,4 +57,5 @@ async def application(scope: Scope, receive: Receive, send: Send) -> None:
     if scope["type"] == "lifespan" or path == MCP_PATH or path.startswith(MCP_PATH + "/"):
         await mcp(scope, receive, send)
     else:
-        await django_app(scope, receive, send)
+        # Django's stubs type the ASGI scope and send more narrowly than the spec
+        await django_app(scope, receive, send)  # type: ignore[arg-type]

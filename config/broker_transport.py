@@ -29,6 +29,8 @@ INFLIGHT_KEY = "kindmem.inflight"
 
 class Channel(redis.Channel):
     _blmove_source: str | None = None
+    _brpop_sent_at: float | None = None  # type: ignore[assignment]  # kombu declares None
+    _in_poll: Any = None
 
     def _brpop_start(self, timeout: float | None = None) -> None:
         queues = self._queue_cycle.consume(len(self.active_queues))

@@ -9,8 +9,8 @@ from django.contrib.auth.models import Group
 from django.db import transaction
 
 from kindmem import services
-from kindmem.access import Principal
-from kindmem.models import Agent, ApiKey, Org, PrincipalKind, Project, Tenant, User
+from kindmem.access import Principal, PrincipalKind
+from kindmem.models import Agent, ApiKey, Org, Project, Tenant, User
 
 DEMO_TENANT = "demo"
 DEMO_KEY_NAMES = ("demo admin key", "demo app key")

@@ -14,6 +14,7 @@ import logging
 import os
 import warnings
 from pathlib import Path
+from typing import Any
 from urllib.parse import parse_qs, urlparse
 
 logger = logging.getLogger(__name__)
@@ -85,11 +86,23 @@ def forget_dead_handles(data_dir: Path) -> None:
         _forget_dead_handles(server)
 
 
+def _connect(params: dict[str, str]) -> Any:
+    import psycopg
+
+    return psycopg.connect(
+        dbname="postgres",
+        autocommit=True,
+        host=params["host"],
+        port=params["port"],
+        user=params["user"],
+    )
+
+
 def _create_database_once(params: dict[str, str], database: str) -> None:
     import psycopg
     from psycopg import sql
 
-    with psycopg.connect(dbname="postgres", autocommit=True, **params) as conn:
+    with _connect(params) as conn:
         exists = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [database]).fetchone()
         if exists:
             return
@@ -103,7 +116,7 @@ def _create_app_role_once(params: dict[str, str]) -> None:
     import psycopg
     from psycopg import sql
 
-    with psycopg.connect(dbname="postgres", autocommit=True, **params) as conn:
+    with _connect(params) as conn:
         if conn.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", [APP_ROLE]).fetchone():
             return
         with contextlib.suppress(psycopg.errors.DuplicateObject, psycopg.errors.UniqueViolation):

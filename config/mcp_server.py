@@ -26,6 +26,7 @@ or tenant admin's key, list_pending_approvals and decide_approval (any other cre
 from __future__ import annotations
 
 import json
+from collections.abc import MutableMapping
 from datetime import datetime
 from typing import Annotated, Any, Literal
 from urllib.parse import quote, urlencode
@@ -88,7 +89,7 @@ Scope_ = Annotated[
 # ---- dispatch ---------------------------------------------------------------------------------
 
 
-_django: ASGIApp | None = None
+_django: Any = None  # the ASGIHandler, built on first use
 
 
 def _django_app() -> ASGIApp:
@@ -140,7 +141,7 @@ async def rest(
         answer = json.loads(content)
     except ValueError:
         answer = error_body("persistence-error", f"HTTP {status} without a JSON body")
-    text = [TextContent(type="text", text=json.dumps(answer))]
+    text: list[Any] = [TextContent(type="text", text=json.dumps(answer))]
     return CallToolResult(content=text, structured_content=answer, is_error=status >= 400)
 
 
@@ -159,7 +160,7 @@ async def _call(app: ASGIApp, scope: dict[str, Any], payload: bytes) -> tuple[in
         await disconnected.wait()  # Django listens for a disconnect while the view runs
         return {"type": "http.disconnect"}
 
-    async def send(message: dict[str, Any]) -> None:
+    async def send(message: MutableMapping[str, Any]) -> None:
         nonlocal status
         if message["type"] == "http.response.start":
             status = message["status"]

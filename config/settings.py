@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import secrets
 from pathlib import Path
+from typing import Any
 
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
@@ -136,7 +137,7 @@ if EMBEDDED_DATABASE:
     from config.embedded_db import APP_ROLE
 
     _params = ensure_embedded_database(DATA_DIR)
-    _migration_login = {
+    _migration_login: dict[str, Any] = {
         "ENGINE": "django.db.backends.postgresql",
         "NAME": _params["dbname"],
         "USER": _params["user"],
@@ -146,9 +147,12 @@ if EMBEDDED_DATABASE:
     }
     _app_login = {**_migration_login, "USER": APP_ROLE}
 else:
-    _app_login = dj_database_url.parse(os.environ["DATABASE_URL"], conn_max_age=60)
-    _migration_login = dj_database_url.parse(
-        os.environ.get("DATABASE_MIGRATION_URL") or os.environ["DATABASE_URL"], conn_max_age=60
+    _app_login = dict(dj_database_url.parse(os.environ["DATABASE_URL"], conn_max_age=60))
+    _migration_login = dict(
+        dj_database_url.parse(
+            os.environ.get("DATABASE_MIGRATION_URL") or os.environ["DATABASE_URL"],
+            conn_max_age=60,
+        )
     )
     if _app_login["ENGINE"] != "django.db.backends.postgresql":
         raise ImproperlyConfigured("DATABASE_URL must name a PostgreSQL database (with pgvector)")

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from embeddings.providers import DIMENSIONS, EmbeddingFailed
+from embeddings.base import DIMENSIONS, EmbeddingFailed
 
 MODEL_NAME = "sentence-transformers/all-MiniLM-L6-v2"
 # Texts are embedded in chunks of this many; sentence-transformers pads each chunk to its longest

@@ -18,7 +18,7 @@ import urllib.request
 from collections.abc import Sequence
 from typing import Any
 
-from embeddings.providers import DIMENSIONS, EmbeddingFailed
+from embeddings.base import DIMENSIONS, EmbeddingFailed
 
 # OpenAI accepts at most 2048 inputs per request; smaller requests also keep each one well
 # inside the timeout on slower self-hosted servers.
@@ -159,7 +159,8 @@ class OpenAICompatibleEmbedder:
                     f"{len(embedding)} dimensions; kindmem stores {self.dimensions}."
                 )
             ordered[index] = _unit(embedding, malformed)
-        return ordered  # type: ignore[return-value]  (every slot was filled exactly once)
+        # every slot was filled exactly once (a missing or repeated index raised above)
+        return [vector for vector in ordered if vector is not None]
 
 
 def _unit(embedding: list[Any], malformed: Any) -> list[float]:

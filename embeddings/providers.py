@@ -15,26 +15,12 @@ import math
 import re
 from collections.abc import Sequence
 from functools import cache
-from typing import Any, Protocol
+from typing import Any
 
 from django.conf import settings
 
+from embeddings.base import DIMENSIONS, Embedder, EmbeddingFailed
 from kindmem.errors import EmbeddingUnavailable
-
-DIMENSIONS = 384
-
-
-class EmbeddingFailed(Exception):
-    """The provider is configured but did not answer (timeout, HTTP error, bad payload)."""
-
-
-class Embedder(Protocol):
-    model: str
-    dimensions: int
-
-    def embed(self, texts: Sequence[str]) -> list[list[float]]:
-        """One unit vector of `dimensions` floats per text, in order. Raises EmbeddingFailed."""
-        ...
 
 
 class HashingEmbedder:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from facts import services
+from facts import links, services
 from kindmem.access import Principal
 from kindmem.models import Project
 
@@ -26,7 +26,7 @@ def demo_facts_seed(*, principal: Principal, project: Project) -> list[services.
         for type_, text, scope, key in facts
     ]
     first, plan = results[0], results[2]
-    services.link_create(
+    links.link_create(
         principal=principal,
         source_id=plan.revision.fact_id,
         target_id=first.revision.fact_id,

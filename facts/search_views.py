@@ -15,9 +15,10 @@ from rest_framework.response import Response
 
 from audit.recording import AuditedView
 from facts.search import MAX_TOP_K, MODES, FactSearch, SearchHit, fact_search
-from facts.serializers import FactOutput, StrictSerializer, TextField
+from facts.serializers import FactOutput
 from kindmem import fields
 from kindmem.access import readers_for
+from kindmem.fields import StrictSerializer, TextField
 from kindmem.permissions import principal_of
 from kindmem.serializers import ErrorOutput
 

@@ -9,54 +9,17 @@ from typing import Any
 
 from rest_framework import serializers
 
+from facts.links import MAX_HOPS
 from facts.models import FactSubjectKind, Revision, Trust
+from facts.retention import RetentionInput
 from facts.review_reasons import REASONS
-from facts.services import MAX_HOPS, RetentionInput, SubjectInput
+from facts.scopes import SubjectInput
 from kindmem import fields
+from kindmem.fields import PatternField, StrictSerializer, TextField
 
 MAX_CONTENT_BYTES = 32 * 1024
 MAX_LIST_LIMIT = 200
 MAX_KEEP_DAYS = 100 * 366  # beyond a century, a date arithmetic overflow rather than a policy
-
-
-class StrictSerializer(serializers.Serializer):
-    """Rejects fields it does not declare, naming them: a typo is an error, not a no-op."""
-
-    def to_internal_value(self, data: Any) -> Any:
-        unknown: dict[str, list[str]] = {}
-        if isinstance(data, dict):
-            unknown = {k: ["Unknown field."] for k in sorted(set(data) - set(self.fields))}
-        try:
-            value = super().to_internal_value(data)
-        except serializers.ValidationError as exc:
-            if unknown and isinstance(exc.detail, dict):
-                raise serializers.ValidationError({**exc.detail, **unknown}) from None
-            raise
-        if unknown:
-            raise serializers.ValidationError(unknown)
-        return value
-
-
-class _NoCoercion:
-    """A text field that refuses numbers and booleans instead of turning 7 into "7"."""
-
-    def to_internal_value(self, data: Any) -> Any:
-        if not isinstance(data, str):
-            self.fail("invalid")
-        return super().to_internal_value(data)  # type: ignore[misc]
-
-
-class TextField(_NoCoercion, serializers.CharField):
-    """Text kept as sent: ids are opaque, so " p-1" is not "p-1" (and a length limit counts
-    what is stored, not what is left after stripping)."""
-
-    def __init__(self, **kwargs: Any) -> None:
-        kwargs.setdefault("trim_whitespace", False)
-        super().__init__(**kwargs)
-
-
-class PatternField(_NoCoercion, serializers.RegexField):
-    pass
 
 
 class ScopeInput(StrictSerializer):

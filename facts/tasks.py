@@ -6,7 +6,8 @@ from __future__ import annotations
 from celery import shared_task
 
 from embeddings.providers import EmbeddingFailed
-from facts import services, sweeps
+from facts import sweeps
+from facts.embedding import revisions_embed
 from kindmem.row_security import each_tenant, tenant_context
 
 
@@ -22,7 +23,7 @@ def embed_revisions(revision_ids: list[str], tenant_id: str) -> int:
     """Embed the revisions of `revision_ids` (of `tenant_id`) still without a vector of the
     configured model; safe to run twice."""
     with tenant_context(tenant_id):
-        return services.revisions_embed(revision_ids=revision_ids)
+        return revisions_embed(revision_ids=revision_ids)
 
 
 @shared_task(name="facts.tasks.sweep_expired_facts", acks_late=True, time_limit=600)

@@ -17,7 +17,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from audit.recording import AuditedView
-from facts import services
+from facts import links, services
 from facts.models import Revision, RevisionQuerySet
 from facts.serializers import (
     FactCreateInput,
@@ -66,7 +66,8 @@ def audit_revisions(view: AuditedView, revisions: Iterable[Revision]) -> None:
             ids=[revision.fact_id],
             subjects=[(s.kind, s.subject_id) for s in revision.subjects.all()],
         )
-        view.audit.project_id = view.audit.project_id or revision.fact.project_id
+        project = revision.fact.project_id
+        view.audit.project_id = view.audit.project_id or (str(project) if project else None)
 
 
 def _fact_uuid(fact_id: str) -> uuid.UUID:
@@ -79,7 +80,7 @@ def _fact_uuid(fact_id: str) -> uuid.UUID:
 def _write_response(
     view: AuditedView, result: services.WriteResult, created_status: int
 ) -> Response:
-    code = status.HTTP_200_OK if result.outcome == "unchanged" else created_status
+    code = status.HTTP_200_OK if result.outcome == services.Outcome.UNCHANGED else created_status
     revision = (
         Revision.objects.select_related("fact")
         .prefetch_related("subjects")
@@ -168,7 +169,9 @@ class FactDetailView(AuditedView):
     def delete(self, request: Request, fact_id: str) -> Response:
         self.audit.touch(ids=[fact_id])
         revision = services.fact_delete(principal=principal_of(request), fact_id=fact_id)
-        return _write_response(self, services.WriteResult(revision, "deleted"), status.HTTP_200_OK)
+        return _write_response(
+            self, services.WriteResult(revision, services.Outcome.DELETED), status.HTTP_200_OK
+        )
 
 
 class FactRevisionsView(AuditedView):
@@ -252,7 +255,7 @@ class FactLinksView(AuditedView):
         self.audit.touch(ids=[fact_id])
         params = LinkListInput(data=request.query_params.dict())
         params.is_valid(raise_exception=True)
-        reached = services.link_traverse(
+        reached = links.link_traverse(
             principal=principal_of(request), fact_id=_fact_uuid(fact_id), **params.validated_data
         )
         audit_revisions(self, [r.revision for r in reached])
@@ -267,7 +270,7 @@ class FactLinksView(AuditedView):
         body = LinkCreateInput(data=request.data)
         body.is_valid(raise_exception=True)
         data: dict[str, Any] = dict(body.validated_data)
-        link, created = services.link_create(
+        link, created = links.link_create(
             principal=principal_of(request),
             source_id=_fact_uuid(fact_id),
             target_id=data.pop("target"),

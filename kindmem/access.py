@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass
+from enum import StrEnum
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -38,11 +39,20 @@ class Readers:
     on_behalf_of_project_ids: frozenset[str] = frozenset()
 
 
+class PrincipalKind(StrEnum):
+    """Who a credential speaks for: an API key's kind (`kindmem.models.KeyKind`), or a run."""
+
+    ADMIN = "admin"
+    USER = "user"
+    APP = "app"
+    RUN = "run"
+
+
 @dataclass(frozen=True)
 class Principal:
     """The authenticated caller: an API key's principal, or a run acting through its token."""
 
-    kind: str  # "admin" | "user" | "app" | "run"
+    kind: PrincipalKind
     tenant_id: uuid.UUID
     api_key: ApiKey | None = None
     run: Run | None = None
@@ -64,9 +74,9 @@ def readers_for(principal: Principal) -> Readers:
     """The readers of a principal, from its credential alone (see the module docstring)."""
     from kindmem.models import Project
 
-    if principal.kind == "admin":
+    if principal.kind == PrincipalKind.ADMIN:
         return Readers(all=True)
-    if principal.kind == "run":
+    if principal.kind == PrincipalKind.RUN:
         run = principal.run
         assert run is not None
         return Readers(
@@ -76,7 +86,7 @@ def readers_for(principal: Principal) -> Readers:
             participant_ids=_ids([run.participant_id] if run.participant_id else []),
             thread_ids=_ids([run.thread_id] if run.thread_id else []),
         )
-    if principal.kind == "user":
+    if principal.kind == PrincipalKind.USER:
         user = principal.user
         assert user is not None
         projects = list(
@@ -90,7 +100,7 @@ def readers_for(principal: Principal) -> Readers:
             org_ids=_ids(org_ids | {o for _, o in projects}),
             user_ids=_ids([user.id]),
         )
-    if principal.kind == "app":
+    if principal.kind == PrincipalKind.APP:
         key = principal.api_key
         assert key is not None
         projects = list(

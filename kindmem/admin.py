@@ -107,7 +107,7 @@ class ApiKeyAddForm(forms.ModelForm):
         fields = ["tenant", "kind", "name", "user", "projects"]
 
     def clean(self) -> dict[str, Any]:
-        data = super().clean()
+        data = super().clean() or {}
         if data.get("tenant") is not None and data.get("kind"):
             try:
                 services.api_key_check(

@@ -8,7 +8,7 @@ from typing import Any
 from django.utils import timezone
 from rest_framework import authentication, exceptions
 
-from kindmem.access import Principal
+from kindmem.access import Principal, PrincipalKind
 from kindmem.credentials import API_KEY_MARKER, matches, split_token
 from kindmem.models import ApiKey, Run
 from kindmem.row_security import enter_credential
@@ -56,7 +56,9 @@ class BearerAuthentication(authentication.BaseAuthentication):
         now = timezone.now()
         if key.last_used_at is None or key.last_used_at < now - LAST_USED_GRANULARITY:
             ApiKey.objects.filter(pk=key.pk).update(last_used_at=now)
-        return Principal(kind=key.kind, tenant_id=key.tenant_id, api_key=key, user=key.user)
+        return Principal(
+            kind=PrincipalKind(key.kind), tenant_id=key.tenant_id, api_key=key, user=key.user
+        )
 
     def _run(self, token: str, prefix: str) -> Principal:
         run = (
@@ -80,4 +82,4 @@ class BearerAuthentication(authentication.BaseAuthentication):
         # The run acts with its user's readers, and for the person whose key minted it.
         if any(u is not None and not u.is_active for u in (run.user, minter.user)):
             raise exceptions.AuthenticationFailed("This run's user was deactivated.")
-        return Principal(kind="run", tenant_id=run.tenant_id, run=run, user=run.user)
+        return Principal(kind=PrincipalKind.RUN, tenant_id=run.tenant_id, run=run, user=run.user)

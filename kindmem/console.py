@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import urlencode
 
 from django import forms
@@ -39,13 +39,15 @@ from django.utils.html import format_html
 from kindmem.models import Tenant
 from kindmem.row_security import ALL_TENANTS, console_tenant
 
+_Rows = TypeVar("_Rows", bound=QuerySet[Any])
+
 
 def _scope(request: HttpRequest) -> str:
     # The same answer as the row-security wall's for this session (README "Database roles").
     return console_tenant(request.user) if request.user.is_authenticated else ""
 
 
-def console_scope(request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
+def console_scope(request: HttpRequest, queryset: _Rows) -> _Rows:
     """The rows of `queryset` the signed-in console user may see: their tenant's; every
     tenant's for platform staff; none for anyone else.
 
@@ -98,6 +100,7 @@ def confine_tenant_field(
 
     Returns the preselected tenant's id, or None. A posted value naming another tenant is
     then "Select a valid choice", a form error, before any write reaches row security."""
+    assert field.queryset is not None  # a ModelChoiceField always has one
     field.queryset = console_scope(request, field.queryset)
     only = the_only_tenant(request, optional=optional)
     if only is not None:

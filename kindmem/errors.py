@@ -22,7 +22,7 @@ logger = logging.getLogger(__name__)
 
 class KindmemError(Exception):
     code = "persistence-error"
-    status_code = status.HTTP_500_INTERNAL_SERVER_ERROR
+    status_code: int = status.HTTP_500_INTERNAL_SERVER_ERROR
     default_message = "The request could not be completed."
 
     def __init__(self, message: str | None = None, *, details: Any = None) -> None:
@@ -142,8 +142,9 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
     headers: dict[str, str] = {}
     if isinstance(exc, exceptions.AuthenticationFailed | exceptions.NotAuthenticated):
         headers["WWW-Authenticate"] = 'Bearer realm="kindmem"'
-    if isinstance(exc, exceptions.Throttled) and exc.wait is not None:
-        headers["Retry-After"] = str(int(exc.wait) + 1)
+    wait = getattr(exc, "wait", None)  # Throttled sets it; the stubs do not declare it
+    if isinstance(exc, exceptions.Throttled) and wait is not None:
+        headers["Retry-After"] = str(int(wait) + 1)
     details = exc.detail if isinstance(exc, exceptions.ValidationError) else None
     message = exc.detail if isinstance(exc.detail, str) else str(exc.default_detail)
     if isinstance(exc, exceptions.ValidationError):

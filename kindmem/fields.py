@@ -68,3 +68,43 @@ class CursorField(serializers.CharField):
             return cursor_decode(text)
         except ValueError:
             self.fail("invalid")
+
+
+class StrictSerializer(serializers.Serializer):
+    """Rejects fields it does not declare, naming them: a typo is an error, not a no-op."""
+
+    def to_internal_value(self, data: Any) -> Any:
+        unknown: dict[str, list[str]] = {}
+        if isinstance(data, dict):
+            unknown = {k: ["Unknown field."] for k in sorted(set(data) - set(self.fields))}
+        try:
+            value = super().to_internal_value(data)
+        except serializers.ValidationError as exc:
+            if unknown and isinstance(exc.detail, dict):
+                raise serializers.ValidationError({**exc.detail, **unknown}) from None
+            raise
+        if unknown:
+            raise serializers.ValidationError(unknown)
+        return value
+
+
+class _NoCoercion:
+    """A text field that refuses numbers and booleans instead of turning 7 into "7"."""
+
+    def to_internal_value(self, data: Any) -> Any:
+        if not isinstance(data, str):
+            self.fail("invalid")  # type: ignore[attr-defined]  # a mixin of a DRF field
+        return super().to_internal_value(data)
+
+
+class TextField(_NoCoercion, serializers.CharField):
+    """Text kept as sent: ids are opaque, so " p-1" is not "p-1" (and a length limit counts
+    what is stored, not what is left after stripping)."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        kwargs.setdefault("trim_whitespace", False)
+        super().__init__(**kwargs)
+
+
+class PatternField(_NoCoercion, serializers.RegexField):
+    pass

@@ -167,7 +167,9 @@ class _Unless(Func):
 
     output_field = FloatField()
 
-    def as_sql(self, compiler: Any, connection: Any, **extra: Any) -> tuple[str, list[Any]]:
+    def as_sql(  # type: ignore[override]  # Func.as_sql also takes function/template
+        self, compiler: Any, connection: Any, **extra: Any
+    ) -> tuple[str, list[Any]]:
         (first, first_params), *others = (compiler.compile(e) for e in self.source_expressions)
         sql = f"CASE WHEN {first} IN ({', '.join(o for o, _ in others)}) THEN 0.0 ELSE 1.0 END"
         return sql, [*first_params, *(p for _, params in others for p in params)]

@@ -101,7 +101,9 @@ class Agent(models.Model):
         validate_tools(self.tools)
 
 
-class PrincipalKind(models.TextChoices):
+class KeyKind(models.TextChoices):
+    """The kinds of API key (`kindmem.access.PrincipalKind` adds runs)."""
+
     ADMIN = "admin", "tenant admin"
     USER = "user", "Kindgi user"
     APP = "app", "app (for all end users of its projects)"
@@ -116,7 +118,7 @@ class ApiKey(models.Model):
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="api_keys")
-    kind = models.CharField(max_length=10, choices=PrincipalKind.choices)
+    kind = models.CharField(max_length=10, choices=KeyKind.choices)
     name = models.CharField(max_length=200)
     user = models.ForeignKey(
         User, on_delete=models.CASCADE, null=True, blank=True, related_name="api_keys"
@@ -130,11 +132,9 @@ class ApiKey(models.Model):
 
     class Meta:
         constraints = [
+            models.CheckConstraint(condition=Q(kind__in=KeyKind.values), name="api_key_kind_valid"),
             models.CheckConstraint(
-                condition=Q(kind__in=PrincipalKind.values), name="api_key_kind_valid"
-            ),
-            models.CheckConstraint(
-                condition=~Q(kind=PrincipalKind.USER) | Q(user__isnull=False),
+                condition=~Q(kind=KeyKind.USER) | Q(user__isnull=False),
                 name="user_key_names_its_user",
             ),
         ]

@@ -6,7 +6,7 @@ from typing import Any
 
 from rest_framework import permissions
 
-from kindmem.access import Principal
+from kindmem.access import Principal, PrincipalKind
 
 
 def principal_of(request: Any) -> Principal:
@@ -22,16 +22,19 @@ class HasCredential(permissions.BasePermission):
 
 class IsTenantAdmin(HasCredential):
     def has_permission(self, request: Any, view: Any) -> bool:
-        return super().has_permission(request, view) and request.auth.kind == "admin"
+        return super().has_permission(request, view) and request.auth.kind == PrincipalKind.ADMIN
 
 
 class CanMintRuns(HasCredential):
     """An app or a Kindgi user mints runs; a run cannot mint another."""
 
     def has_permission(self, request: Any, view: Any) -> bool:
-        return super().has_permission(request, view) and request.auth.kind in {"app", "user"}
+        return super().has_permission(request, view) and request.auth.kind in {
+            PrincipalKind.APP,
+            PrincipalKind.USER,
+        }
 
 
 class IsRun(HasCredential):
     def has_permission(self, request: Any, view: Any) -> bool:
-        return super().has_permission(request, view) and request.auth.kind == "run"
+        return super().has_permission(request, view) and request.auth.kind == PrincipalKind.RUN

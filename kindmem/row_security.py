@@ -54,9 +54,9 @@ def _apply(tenant: str | None) -> None:
         if tenant is None:
             cursor.execute(_LEAVE)
         elif tenant == ALL_TENANTS:
-            cursor.execute(_ENTER, [settings.KINDMEM_APP_ROLE, "", "on"])
+            cursor.execute(_ENTER, [str(settings.KINDMEM_APP_ROLE), "", "on"])
         else:
-            cursor.execute(_ENTER, [settings.KINDMEM_APP_ROLE, tenant, "off"])
+            cursor.execute(_ENTER, [str(settings.KINDMEM_APP_ROLE), tenant, "off"])
 
 
 @contextmanager
@@ -100,7 +100,7 @@ def enter_credential(kind: str, prefix: str) -> str:
             " set_config('app.tenant_id',"
             " coalesce(kindmem_credential_tenant(%s, %s)::text, ''), false),"
             " set_config('app.all_tenants', 'off', false)",
-            [settings.KINDMEM_APP_ROLE, kind, prefix],
+            [str(settings.KINDMEM_APP_ROLE), kind, prefix],
         )
         tenant = cursor.fetchone()[1]
     _tenant.set(tenant)

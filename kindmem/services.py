@@ -9,11 +9,11 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from kindmem.access import Principal
+from kindmem.access import Principal, PrincipalKind
 from kindmem.credentials import API_KEY_MARKER, RUN_TOKEN_MARKER, new_token
 from kindmem.errors import Forbidden, NotFound, ValidationFailed
 from kindmem.holds import assert_not_held
-from kindmem.models import Agent, ApiKey, PrincipalKind, Project, Run, Tenant, User
+from kindmem.models import Agent, ApiKey, KeyKind, Project, Run, Tenant, User
 from kindmem.subjects import persons_of
 from kindmem.threads import thread_claim
 
@@ -44,7 +44,7 @@ def api_key_check(
 ) -> None:
     """Raise `ValidationFailed` unless a key of this kind may be made so (the console's add
     form asks first, to answer a form error rather than fail the save)."""
-    if kind not in PrincipalKind.values:
+    if kind not in KeyKind.values:
         raise ValidationFailed(f"Unknown key kind {kind!r}.")
     if kind == PrincipalKind.USER and (user is None or user.tenant_id != tenant.id):
         raise ValidationFailed("A user key names a user of its tenant.")

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import uuid
-from typing import Any
+from typing import Any, cast
 
 from django import forms
 from django.contrib import admin, messages
@@ -72,7 +72,7 @@ class TenantStartForm(forms.Form):
 
     def __init__(self, *args: Any, request: HttpRequest, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        confine_tenant_field(request, self.fields["tenant"])
+        confine_tenant_field(request, cast(forms.ModelChoiceField, self.fields["tenant"]))
 
 
 class ErasureStartForm(TenantStartForm):
@@ -174,10 +174,10 @@ class OfficerViewable:
     Django's per-model view permissions as well."""
 
     def has_module_permission(self, request: HttpRequest) -> bool:
-        return _officer(request) or super().has_module_permission(request)  # type: ignore[misc]
+        return _officer(request) or super().has_module_permission(request)
 
     def has_view_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return _officer(request) or super().has_view_permission(request, obj)  # type: ignore[misc]
+        return _officer(request) or super().has_view_permission(request, obj)
 
 
 @admin.register(ErasureRequest)

@@ -31,7 +31,7 @@ from kindmem.errors import ValidationFailed
 from kindmem.models import ErasureHold
 from kindmem.subjects import Subject
 from privacy import exports
-from privacy.models import ErasureRequest, RequestStatus
+from privacy.models import UNFINISHED, ErasureRequest, RequestStatus
 from recall import erasure as recall_erasure
 from runlog import erasure as runlog_erasure
 
@@ -123,7 +123,7 @@ def erasure_preview(*, tenant_id: uuid.UUID, subject: Subject) -> ErasurePreview
     erasures = list(
         ErasureRequest.objects.of_subject(tenant_id, target.subject).order_by("created_at")
     )
-    unfinished = [e for e in erasures if e.status in (RequestStatus.PENDING, RequestStatus.RUNNING)]
+    unfinished = [e for e in erasures if e.status in UNFINISHED]
     return ErasurePreview(
         subject=target.subject,
         counts=steps.counts,
@@ -150,7 +150,7 @@ def _refuse_invalid_target(erasure_id: uuid.UUID) -> bool:
     """A request stored before its target was validated (a user id that is no UUID) can never
     finish: fail it and lift its hold, rather than resume it forever. True if it was."""
     request = ErasureRequest.objects.filter(pk=erasure_id).first()
-    if request is None or request.status not in (RequestStatus.PENDING, RequestStatus.RUNNING):
+    if request is None or request.status not in UNFINISHED:
         return False
     try:
         Subject.parse(request.target_kind, request.target_id)
@@ -170,9 +170,9 @@ def erasure_claim(erasure_id: uuid.UUID) -> ErasureRequest | None:
     if _refuse_invalid_target(erasure_id):
         return None
     now = timezone.now()
-    claimed = ErasureRequest.objects.filter(
-        pk=erasure_id, status__in=[RequestStatus.PENDING, RequestStatus.RUNNING]
-    ).update(status=RequestStatus.RUNNING, attempts=F("attempts") + 1, heartbeat_at=now)
+    claimed = ErasureRequest.objects.filter(pk=erasure_id, status__in=UNFINISHED).update(
+        status=RequestStatus.RUNNING, attempts=F("attempts") + 1, heartbeat_at=now
+    )
     if claimed != 1:
         return None
     ErasureRequest.objects.filter(pk=erasure_id, started_at__isnull=True).update(started_at=now)

@@ -63,11 +63,12 @@ from __future__ import annotations
 
 import io
 import json
+import uuid
 import zipfile
 from datetime import datetime
 from typing import Any
 
-from django.db import models
+from django.db import connection, models, transaction
 from django.utils import timezone
 
 from approvals.models import Approval
@@ -76,7 +77,7 @@ from facts.erasure import facts_about
 from facts.models import Link, Revision
 from kindmem.erasure import BatchResult, ErasureTarget, StepPreview
 from kindmem.models import Run, SubjectKind
-from privacy.models import AccessRequest, ErasureRequest
+from privacy.models import AccessRequest, ErasureRequest, RequestStatus
 from recall.erasure import conversations_of
 from recall.models import message_ref as message_ref_of
 from runlog.models import LogEntry
@@ -453,3 +454,37 @@ def erase_batch(target: ErasureTarget, limit: int) -> BatchResult:
 
 def preview(target: ErasureTarget) -> StepPreview:
     return StepPreview(counts={"access-request": _requests_for(target).count()})
+
+
+def access_export_build(*, access_request_id: uuid.UUID) -> AccessRequest | None:
+    """Build the export of one access request (the task calls it). Safe to run twice: a
+    finished request is left as it is; a failed one can be built again."""
+    claimed = AccessRequest.objects.filter(
+        pk=access_request_id,
+        status__in=[RequestStatus.PENDING, RequestStatus.RUNNING, RequestStatus.FAILED],
+    ).update(status=RequestStatus.RUNNING)
+    if claimed != 1:
+        return None
+    request = AccessRequest.objects.get(pk=access_request_id)
+    target = ErasureTarget(request.tenant_id, request.subject_kind, request.subject_id)
+    document = _in_one_snapshot(lambda: access_export_document(target))
+    AccessRequest.objects.filter(pk=request.pk, status=RequestStatus.RUNNING).update(
+        export_json=document,
+        export_zip=access_export_zip(document),
+        status=RequestStatus.COMPLETED,
+        finished_at=timezone.now(),
+        error="",
+    )
+    request.refresh_from_db()
+    return request
+
+
+def _in_one_snapshot(build: Any) -> Any:
+    """Run `build` in one REPEATABLE READ snapshot, so the export's parts agree with each
+    other. Inside a transaction already (a test's), its snapshot is used as it is."""
+    if connection.in_atomic_block:
+        return build()
+    with transaction.atomic():
+        with connection.cursor() as cursor:
+            cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
+        return build()

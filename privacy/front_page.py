@@ -27,11 +27,11 @@ from facts.models import EmbeddingState, Revision, SweepReport
 from facts.review_reasons import REASONS
 from kindmem.console import console_scope, principal_names
 from kindmem.models import WorkerHeartbeat
-from privacy.models import AccessRequest, ErasureRequest, RequestStatus
+from privacy.models import UNFINISHED, AccessRequest, ErasureRequest
 from privacy.permissions import is_privacy_officer
 
 RECENT = 8
-OPEN = (RequestStatus.PENDING, RequestStatus.RUNNING)
+OPEN = UNFINISHED
 # The queue's age buckets: (label, lower bound).
 AGE_BUCKETS = [
     ("under an hour", timedelta(0)),
@@ -114,7 +114,12 @@ def _privacy(request: HttpRequest) -> PrivacyPanel:
     open_access = list(access.filter(status__in=OPEN).order_by("created_at")[:20])
     finished_erasures = list(erasures.exclude(status__in=OPEN).order_by("-created_at")[:RECENT])
     finished_access = list(access.exclude(status__in=OPEN).order_by("-created_at")[:RECENT])
-    rows = [*open_erasures, *open_access, *finished_erasures, *finished_access]
+    rows: list[ErasureRequest | AccessRequest] = [
+        *open_erasures,
+        *open_access,
+        *finished_erasures,
+        *finished_access,
+    ]
     return PrivacyPanel(
         open_erasures=open_erasures,
         open_access=open_access,

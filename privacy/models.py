@@ -20,7 +20,19 @@ class RequestStatus(models.TextChoices):
     FAILED = "failed"
 
 
-class ErasureRequestQuerySet(models.QuerySet):
+# A request a worker has yet to finish: pending, or running (perhaps on a worker that died).
+UNFINISHED = (RequestStatus.PENDING, RequestStatus.RUNNING)
+
+
+class RequestQuerySet(models.QuerySet):
+    def unfinished(self) -> RequestQuerySet:
+        return self.filter(status__in=UNFINISHED)
+
+    def finished(self) -> RequestQuerySet:
+        return self.exclude(status__in=UNFINISHED)
+
+
+class ErasureRequestQuerySet(RequestQuerySet):
     def of_subject(self, tenant_id: uuid.UUID, subject: Subject) -> ErasureRequestQuerySet:
         """The tenant's erasures of `subject`, finished ones included (they have forgotten its
         id and are found by their target reference, `privacy/receipts.py`)."""
@@ -115,6 +127,8 @@ class AccessRequest(models.Model):
     export_json = models.JSONField(null=True, blank=True)
     export_zip = models.BinaryField(null=True, blank=True)
     error = models.TextField(blank=True)
+
+    objects = RequestQuerySet.as_manager()
 
     class Meta:
         indexes = [

@@ -28,7 +28,7 @@ from facts.models import Fact, Revision
 from kindmem.errors import ValidationFailed
 from kindmem.models import Run, SubjectKind, User
 from kindmem.subjects import Subject
-from privacy.models import AccessRequest, ErasureRequest, RequestStatus
+from privacy.models import UNFINISHED, AccessRequest, ErasureRequest
 from recall.models import Conversation, Message
 from runlog.models import LogEntry
 
@@ -96,7 +96,7 @@ def person_record(
     most `limit` (PAGE) rows each."""
     limit = limit or PAGE
     record = PersonRecord(tenant_id=tenant_id, subject=subject)
-    if subject.kind == SubjectKind.USER:
+    if subject.kind == SubjectKind.USER and subject.user_uuid is not None:
         record.user = User.objects.filter(tenant_id=tenant_id, pk=subject.user_uuid).first()
     if "facts" in sections:
         revisions = Revision.objects.select_related("approval").order_by("-version")
@@ -170,11 +170,7 @@ def person_record(
             ErasureRequest.objects.of_subject(tenant_id, subject).order_by("-created_at")[:limit]
         )
         record.erasure_underway = next(
-            (
-                e
-                for e in record.erasures
-                if e.status in (RequestStatus.PENDING, RequestStatus.RUNNING)
-            ),
+            (e for e in record.erasures if e.status in UNFINISHED),
             None,
         )
     return record

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from kindmem.access import PrincipalKind
 from kindmem.permissions import HasCredential
 
 PRIVACY_OFFICER_GROUP = "privacy-officer"
@@ -27,6 +28,6 @@ class IsPrivacyOfficer(HasCredential):
         if not super().has_permission(request, view):
             return False
         principal = request.auth
-        if principal.kind == "admin":
+        if principal.kind == PrincipalKind.ADMIN:
             return True
-        return principal.kind == "user" and is_privacy_officer(principal.user)
+        return principal.kind == PrincipalKind.USER and is_privacy_officer(principal.user)

@@ -107,9 +107,8 @@ def person_view(model_admin: ModelAdmin, request: HttpRequest) -> HttpResponse:
         )
     principals = [e.principal for e in (record.reads.rows if record.reads else [])]
     principals += [a.decided_by for a in (record.approvals.rows if record.approvals else [])]
-    principals += [
-        r.requested_by for r in [*record.access_requests, *record.erasures] if r.requested_by
-    ]
+    principals += [r.requested_by for r in record.access_requests if r.requested_by]
+    principals += [r.requested_by for r in record.erasures if r.requested_by]
     context = _context(
         model_admin,
         request,

@@ -7,7 +7,7 @@ from typing import Any
 
 from rest_framework import serializers
 
-from facts.serializers import StrictSerializer, TextField
+from kindmem.fields import StrictSerializer, TextField
 from kindmem.models import SubjectKind
 
 PERSON_KINDS = [SubjectKind.PARTICIPANT, SubjectKind.USER, SubjectKind.EXTERNAL]

@@ -9,8 +9,7 @@ from typing import Any
 
 from django.conf import settings
 from django.core.signing import BadSignature, SignatureExpired, TimestampSigner
-from django.db import connection, transaction
-from django.utils import timezone
+from django.db import transaction
 
 from audit.models import Outcome, Phase
 from audit.services import AuditNote, audit_record
@@ -20,6 +19,7 @@ from kindmem.models import ErasureHold, SubjectKind
 from kindmem.subjects import Subject
 from privacy.models import AccessRequest, ErasureRequest, RequestStatus
 from privacy.receipts import subject_reference
+from privacy.tasks import build_access_export, erase_subject
 
 
 @transaction.atomic
@@ -28,8 +28,6 @@ def erasure_start(
 ) -> ErasureRequest:
     """Accept an erasure: from this commit on, nothing new lands for the target and reads of
     their data return nothing (the hold); a worker then erases everything about them."""
-    from privacy.tasks import erase_subject
-
     # Validated before anything is claimed or held: a user is a UUID, no id is empty or
     # holds a NUL. A target the steps could not agree on would never finish.
     subject = Subject.parse(target_kind, target_id)
@@ -37,12 +35,8 @@ def erasure_start(
     if not reason.strip():
         raise ValidationFailed("An erasure names its target and gives a reason.")
     unfinished = (
-        ErasureRequest.objects.filter(
-            tenant_id=tenant_id,
-            target_kind=target_kind,
-            target_id=target_id,
-            status__in=[RequestStatus.PENDING, RequestStatus.RUNNING],
-        )
+        ErasureRequest.objects.unfinished()
+        .filter(tenant_id=tenant_id, target_kind=target_kind, target_id=target_id)
         .order_by("created_at")
         .first()
     )
@@ -107,8 +101,6 @@ def access_request_start(
 ) -> AccessRequest:
     """Accept a subject access request: a worker builds the export once this commits. The
     request is audited (phase read) as what it is: a read of everything about the person."""
-    from privacy.tasks import build_access_export
-
     if subject_kind not in (SubjectKind.PARTICIPANT, SubjectKind.USER, SubjectKind.EXTERNAL):
         raise ValidationFailed(f"An access request names a person, not a {subject_kind!r}.")
     subject = Subject.parse(subject_kind, subject_id)
@@ -123,43 +115,6 @@ def access_request_start(
     _audit(actor, subject=f"{subject_kind}:{subject_id}", object_id=request.id, endpoint=endpoint)
     build_access_export.delay_on_commit(str(request.id), tenant_id=str(actor.tenant_id))
     return request
-
-
-def access_export_build(*, access_request_id: uuid.UUID) -> AccessRequest | None:
-    """Build the export of one access request (the task calls it). Safe to run twice: a
-    finished request is left as it is; a failed one can be built again."""
-    from privacy.erasure import ErasureTarget
-    from privacy.exports import access_export_document, access_export_zip
-
-    claimed = AccessRequest.objects.filter(
-        pk=access_request_id,
-        status__in=[RequestStatus.PENDING, RequestStatus.RUNNING, RequestStatus.FAILED],
-    ).update(status=RequestStatus.RUNNING)
-    if claimed != 1:
-        return None
-    request = AccessRequest.objects.get(pk=access_request_id)
-    target = ErasureTarget(request.tenant_id, request.subject_kind, request.subject_id)
-    document = _in_one_snapshot(lambda: access_export_document(target))
-    AccessRequest.objects.filter(pk=request.pk, status=RequestStatus.RUNNING).update(
-        export_json=document,
-        export_zip=access_export_zip(document),
-        status=RequestStatus.COMPLETED,
-        finished_at=timezone.now(),
-        error="",
-    )
-    request.refresh_from_db()
-    return request
-
-
-def _in_one_snapshot(build: Any) -> Any:
-    """Run `build` in one REPEATABLE READ snapshot, so the export's parts agree with each
-    other. Inside a transaction already (a test's), its snapshot is used as it is."""
-    if connection.in_atomic_block:
-        return build()
-    with transaction.atomic():
-        with connection.cursor() as cursor:
-            cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
-        return build()
 
 
 EXPORT_SALT = "privacy.access-export"
@@ -199,6 +154,10 @@ def access_export_open(
             endpoint=endpoint,
         )
     if fmt == "zip":
-        return bytes(request.export_zip), "application/zip", f"access-export-{request.id}.zip"
+        return (
+            bytes(request.export_zip or b""),
+            "application/zip",
+            f"access-export-{request.id}.zip",
+        )
     body = json.dumps(request.export_json, indent=2, ensure_ascii=False).encode()
     return body, "application/json", f"access-export-{request.id}.json"

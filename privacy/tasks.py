@@ -11,7 +11,8 @@ from django.utils import timezone
 
 from kindmem.row_security import each_tenant, tenant_context
 from privacy.erasure import erasure_run
-from privacy.models import ErasureRequest, RequestStatus
+from privacy.exports import access_export_build
+from privacy.models import AccessRequest, ErasureRequest, RequestStatus
 
 
 @shared_task(name="privacy.tasks.erase_subject", acks_late=True, max_retries=3)
@@ -29,9 +30,7 @@ def resume_erasures(*, stale_only: bool = True) -> int:
     """Re-enqueue erasures whose worker stopped (a crash, a lost message). Beat runs it."""
     resumed = 0
     for tenant_id in each_tenant():
-        unfinished = ErasureRequest.objects.filter(
-            status__in=[RequestStatus.PENDING, RequestStatus.RUNNING]
-        )
+        unfinished = ErasureRequest.objects.unfinished()
         if stale_only:
             stale = timezone.now() - timedelta(seconds=settings.ERASURE_STALE_SECONDS)
             unfinished = unfinished.filter(Q(heartbeat_at__lt=stale) | Q(heartbeat_at__isnull=True))
@@ -52,9 +51,6 @@ def resume_erasures_when_a_worker_starts(**_: object) -> None:
 def build_access_export(access_request_id: str, tenant_id: str) -> str | None:
     """Build one subject access export of `tenant_id` (idempotent: a finished export is left
     as it is)."""
-    from privacy.models import AccessRequest
-    from privacy.services import access_export_build
-
     with tenant_context(tenant_id):
         try:
             request = access_export_build(access_request_id=uuid.UUID(access_request_id))

@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterable
+from dataclasses import dataclass
 from functools import reduce
 from operator import or_
-from typing import TYPE_CHECKING
 
 from django.db import models
+from django.db.models import Q
 
 from kindmem.access import Readers
 from kindmem.guards import recall_guard
@@ -17,8 +18,39 @@ from kindmem.holds import held_condition
 from kindmem.models import SubjectKind
 from kindmem.subjects import Subject
 
-if TYPE_CHECKING:
-    from recall.search import Selection
+
+@dataclass(frozen=True)
+class Selection:
+    """The seed's `RecallSelection`: one agent's conversations, narrowed by every field given."""
+
+    agent_id: str
+    conversation_id: str | None = None
+    before_sequence: int | None = None
+    exclude_conversation_id: str | None = None
+    participant_id: str | None = None
+    user_id: uuid.UUID | None = None
+    project_id: uuid.UUID | None = None
+    segments_prefix: tuple[str, ...] = ()
+
+    def condition(self) -> Q:
+        q = Q(conversation__agent__agent_id=self.agent_id)
+        if self.conversation_id is not None:
+            q &= Q(conversation__thread_id=self.conversation_id)
+        if self.before_sequence is not None:
+            q &= Q(sequence__lt=self.before_sequence)
+        if self.exclude_conversation_id is not None:
+            q &= ~Q(conversation__thread_id=self.exclude_conversation_id)
+        if self.participant_id is not None:
+            q &= Q(conversation__participant_id=self.participant_id)
+        if self.user_id is not None:
+            q &= Q(conversation__user_id=self.user_id)
+        if self.project_id is not None:
+            q &= Q(conversation__project_id=self.project_id)
+        if self.segments_prefix:
+            # segments[1:n] = prefix (an array slice compares element by element)
+            n = len(self.segments_prefix)
+            q &= Q(**{f"conversation__segments__0_{n}": list(self.segments_prefix)})
+        return q
 
 
 class ConversationQuerySet(models.QuerySet):

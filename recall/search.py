@@ -13,7 +13,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from django.db import connection, transaction
-from django.db.models import Q
 from pgvector.django import CosineDistance
 
 from embeddings.providers import embed_query
@@ -21,47 +20,13 @@ from kindmem.access import Readers
 from kindmem.fulltext import keyword_matches
 from kindmem.fusion import HYBRID
 from recall.models import RECALLABLE_ROLES, Message
-from recall.querysets import MessageQuerySet
+from recall.querysets import MessageQuerySet, Selection
 
 KEYWORD = "keyword"
 SEMANTIC = "semantic"
 HYBRID_MODE = "hybrid"
 MODES = ("list", KEYWORD, SEMANTIC, HYBRID_MODE)
 EF_SEARCH = 100
-
-
-@dataclass(frozen=True)
-class Selection:
-    """The seed's `RecallSelection`: one agent's conversations, narrowed by every field given."""
-
-    agent_id: str
-    conversation_id: str | None = None
-    before_sequence: int | None = None
-    exclude_conversation_id: str | None = None
-    participant_id: str | None = None
-    user_id: uuid.UUID | None = None
-    project_id: uuid.UUID | None = None
-    segments_prefix: tuple[str, ...] = ()
-
-    def condition(self) -> Q:
-        q = Q(conversation__agent__agent_id=self.agent_id)
-        if self.conversation_id is not None:
-            q &= Q(conversation__thread_id=self.conversation_id)
-        if self.before_sequence is not None:
-            q &= Q(sequence__lt=self.before_sequence)
-        if self.exclude_conversation_id is not None:
-            q &= ~Q(conversation__thread_id=self.exclude_conversation_id)
-        if self.participant_id is not None:
-            q &= Q(conversation__participant_id=self.participant_id)
-        if self.user_id is not None:
-            q &= Q(conversation__user_id=self.user_id)
-        if self.project_id is not None:
-            q &= Q(conversation__project_id=self.project_id)
-        if self.segments_prefix:
-            # segments[1:n] = prefix (an array slice compares element by element)
-            n = len(self.segments_prefix)
-            q &= Q(**{f"conversation__segments__0_{n}": list(self.segments_prefix)})
-        return q
 
 
 @dataclass(frozen=True)

@@ -1,24 +1,23 @@
-"""Writes of conversations and messages: appending (with embedding) and embedding later."""
+"""Writes of conversations and messages: appending, with the texts embedded within the write
+budget (`embeddings.budget`); what it could not embed is left to `recall.tasks.embed_messages`."""
 
 from __future__ import annotations
 
-import logging
 import uuid
 from dataclasses import dataclass
 
 from django.db import transaction
 from django.utils import timezone
 
-from embeddings.providers import Embedder, EmbeddingFailed, get_embedder
-from kindmem.access import Principal, readers_for
-from kindmem.errors import EmbeddingUnavailable, Forbidden, ValidationFailed
+from embeddings.budget import embed_within_budget
+from kindmem.access import Principal, PrincipalKind, readers_for
+from kindmem.errors import Forbidden, ValidationFailed
 from kindmem.holds import assert_not_held
 from kindmem.models import Agent, Project, User
 from kindmem.subjects import persons_of
 from kindmem.threads import thread_claim
 from recall.models import Conversation, Message, Role
-
-logger = logging.getLogger(__name__)
+from recall.tasks import embed_messages
 
 MAX_TEXT_CHARS = 20_000
 MAX_BATCH = 100
@@ -39,24 +38,6 @@ class ConversationStart:
     participant_id: str | None = None
     user_id: uuid.UUID | None = None
     segments: tuple[str, ...] | None = None
-
-
-def _embed(texts: list[str]) -> tuple[list[list[float]] | None, str, bool]:
-    """(vectors or None, model, whether to retry later). Never raises: a write never fails
-    because the embedder is down; the pending messages are embedded by `embed_messages`."""
-    try:
-        embedder = get_embedder()
-    except EmbeddingUnavailable:
-        return None, "", False
-    if embedder is None or not texts:
-        return None, "", False
-    try:
-        return embedder.embed(texts), embedder.model, False
-    except EmbeddingFailed:
-        logger.warning(
-            "embedding failed on write; %d message(s) left for embed_messages", len(texts)
-        )
-        return None, "", True
 
 
 def conversation_append(
@@ -80,8 +61,10 @@ def conversation_append(
     if len(messages) > MAX_BATCH:
         raise ValidationFailed(f"At most {MAX_BATCH} messages per request.")
     indexed = [i for i, m in enumerate(messages) if m.role != Role.TOOL]
-    vectors, model, retry = _embed([messages[i].text for i in indexed])
+    embedded = embed_within_budget([messages[i].text for i in indexed])
+    vectors = embedded.vectors or []
     embeddings: dict[int, list[float]] = dict(zip(indexed, vectors, strict=True)) if vectors else {}
+    model = embedded.model or ""
     conversation, rows = _append(
         principal=principal,
         conversation_id=conversation_id,
@@ -90,9 +73,7 @@ def conversation_append(
         embeddings=embeddings,
         model=model,
     )
-    if retry:
-        from recall.tasks import embed_messages  # here: tasks imports this module
-
+    if embedded.needs_task and indexed:
         ids, tenant = [rows[i].id for i in indexed], str(conversation.tenant_id)
         transaction.on_commit(lambda: embed_messages.delay(ids, tenant_id=tenant))
     return conversation, rows
@@ -155,7 +136,7 @@ def _new_conversation(
     principal: Principal, conversation_id: str, start: ConversationStart
 ) -> Conversation:
     segments = list(start.segments or ())
-    if principal.kind == "run":
+    if principal.kind == PrincipalKind.RUN:
         run = principal.run
         assert run is not None
         if run.thread_id != conversation_id:
@@ -178,7 +159,7 @@ def _new_conversation(
             user_id=run.user_id,
             segments=segments,
         )
-    if principal.kind != "app":
+    if principal.kind != PrincipalKind.APP:
         raise Forbidden("Only a run token or an app credential appends messages.")
     if start.agent_id is None or start.project_id is None:
         raise ValidationFailed(
@@ -221,9 +202,9 @@ def _check_may_write(
 ) -> None:
     """An existing conversation: the writer must be in it (its run) or act for its project, and
     what the body names must agree with it (a silent mismatch would file messages wrongly)."""
-    if principal.kind not in {"run", "app"}:
+    if principal.kind not in {PrincipalKind.RUN, PrincipalKind.APP}:
         raise Forbidden("Only a run token or an app credential appends messages.")
-    if principal.kind == "run":
+    if principal.kind == PrincipalKind.RUN:
         assert principal.run is not None
         if principal.run.thread_id != conversation.thread_id:
             raise Forbidden("A run writes only to its own conversation (its thread_id).")
@@ -247,27 +228,3 @@ def _check_may_write(
             "The conversation exists with other containers than the request names.",
             details={name: str(v) for name, v in mismatched.items()},
         )
-
-
-def messages_embed_pending(*, message_ids: list[int], embedder: Embedder | None = None) -> int:
-    """Embed those of `message_ids` still without a vector (tool messages never). Safe to run
-    twice: only rows still pending are written. Returns how many were embedded."""
-    embedder = embedder or get_embedder()
-    if embedder is None:
-        return 0
-    pending = list(
-        Message.objects.filter(id__in=message_ids, embedding__isnull=True)
-        .exclude(role=Role.TOOL)
-        .order_by("id")
-        .only("id", "text")
-    )
-    if not pending:
-        return 0
-    vectors = embedder.embed([m.text for m in pending])  # EmbeddingFailed: the task retries
-    done = 0
-    with transaction.atomic():
-        for message, vector in zip(pending, vectors, strict=True):
-            done += Message.objects.filter(id=message.id, embedding__isnull=True).update(
-                embedding=vector, embedding_model=embedder.model
-            )
-    return done

@@ -6,7 +6,7 @@ from celery import shared_task
 
 from embeddings.providers import EmbeddingFailed
 from kindmem.row_security import tenant_context
-from recall import services
+from recall.embedding import messages_embed_pending
 
 
 @shared_task(
@@ -20,4 +20,4 @@ from recall import services
 def embed_messages(message_ids: list[int], tenant_id: str) -> int:
     """Embed the messages of `message_ids` (of `tenant_id`) still pending; safe to run twice."""
     with tenant_context(tenant_id):
-        return services.messages_embed_pending(message_ids=message_ids)
+        return messages_embed_pending(message_ids=message_ids)

@@ -14,7 +14,8 @@ from kindmem.serializers import ErrorOutput
 from recall import services
 from recall.models import Conversation
 from recall.models import message_ref as message_ref_of
-from recall.search import RecallQuery, Selection, recall_search
+from recall.querysets import Selection
+from recall.search import RecallQuery, recall_search
 from recall.serializers import AppendInput, AppendOutput, RecallInput, RecallOutput
 
 ERRORS = {
@@ -69,7 +70,7 @@ class ConversationMessagesView(AuditedView):
             ids=[message_ref(conversation, m.sequence) for m in rows],
             subjects=conversation_subjects(conversation),
         )
-        self.audit.project_id = conversation.project_id
+        self.audit.project_id = str(conversation.project_id) if conversation.project_id else None
         self.audit.query_snapshot = {"conversation_id": conversation_id, "count": len(rows)}
         body = AppendOutput({"conversation": conversation, "messages": rows}).data
         return Response(body, status=status.HTTP_201_CREATED)

@@ -17,8 +17,8 @@ from django.utils.html import format_html
 
 from kindmem.console import TenantScopedAdmin, console_scope
 from kindmem.models import Run
-from runlog.chain import verify_run
 from runlog.models import LogEntry
+from runlog.verify import verify_run
 
 # A timeline page shows at most this many entries (the API pages through longer logs).
 TIMELINE_LIMIT = 500

@@ -43,10 +43,26 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from django.db import models
+
 GENESIS_HASH = "0" * 64
 SALT_BYTES = 16
 HASH_VERSIONS = (1, 2)
 CURRENT_HASH_VERSION = 2
+
+
+class LogKind(models.TextChoices):
+    """The fixed vocabulary of log entries (the seed's `LOG_KINDS` names the list but not its
+    members; these are the steps of an agent's run that the memory subsystem cares about)."""
+
+    TURN = "turn", "a conversation turn (a message in or out)"
+    TOOL_CALL = "tool-call", "the agent called a tool"
+    TOOL_RESULT = "tool-result", "a tool answered"
+    MEMORY_READ = "memory-read", "the agent read memory (list, search, recall)"
+    MEMORY_WRITE = "memory-write", "the agent wrote memory (remember, supersede, delete)"
+    DECISION = "decision", "the agent recorded why it chose what it did"
+    ERROR = "error", "something failed"
+    NOTE = "note", "anything else worth keeping"
 
 
 def canonical_json(value: Any) -> bytes:
@@ -168,8 +184,6 @@ def _row_problem(
     row: tuple[Any, ...], expected_sequence: int, prev: str, prev_version: int, seen: set
 ) -> str | None:
     """Why this row breaks the chain at `expected_sequence`, or None."""
-    from runlog.models import LogKind
-
     (
         _entry_id,
         sequence,
@@ -265,16 +279,3 @@ def verify_rows(rows: Any) -> Verification:
         reason=reason,
         unverifiable_sequences=unverifiable,
     )
-
-
-def verify_run(run: Any) -> Verification:
-    """Walk `run`'s log from genesis, recomputing every hash (see the module docstring)."""
-    from runlog.models import LogEntry
-
-    rows = (
-        LogEntry.objects.filter(tenant_id=run.tenant_id, run_id=run.pk)
-        .order_by("sequence")
-        .values_list(*VERIFY_COLUMNS)
-        .iterator(chunk_size=2000)
-    )
-    return verify_rows(rows)

@@ -16,21 +16,7 @@ from kindmem.access import Readers
 from kindmem.guards import run_guard
 from kindmem.holds import held_condition
 from kindmem.models import Run, Tenant
-from runlog.chain import GENESIS_HASH, HASH_VERSIONS
-
-
-class LogKind(models.TextChoices):
-    """The fixed vocabulary of log entries (the seed's `LOG_KINDS` names the list but not its
-    members; these are the steps of an agent's run that the memory subsystem cares about)."""
-
-    TURN = "turn", "a conversation turn (a message in or out)"
-    TOOL_CALL = "tool-call", "the agent called a tool"
-    TOOL_RESULT = "tool-result", "a tool answered"
-    MEMORY_READ = "memory-read", "the agent read memory (list, search, recall)"
-    MEMORY_WRITE = "memory-write", "the agent wrote memory (remember, supersede, delete)"
-    DECISION = "decision", "the agent recorded why it chose what it did"
-    ERROR = "error", "something failed"
-    NOTE = "note", "anything else worth keeping"
+from runlog.chain import GENESIS_HASH, HASH_VERSIONS, LogKind
 
 
 class LogEntryQuerySet(models.QuerySet):

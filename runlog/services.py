@@ -13,7 +13,7 @@ from django.db import connection, transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from kindmem.access import Principal, Readers, readers_for
+from kindmem.access import Principal, PrincipalKind, Readers, readers_for
 from kindmem.errors import Forbidden, NotFound, ValidationFailed
 from kindmem.guards import run_guard
 from kindmem.holds import assert_not_held, held_condition
@@ -27,7 +27,7 @@ def run_appendable_q(principal: Principal) -> Q:
     """Which runs a credential may append to: a run token its own run only; an API key the
     runs it may read (the same guard as reading: a Kindgi user's key never writes into an end
     user's run, as it never reads one)."""
-    if principal.kind == "run":
+    if principal.kind == PrincipalKind.RUN:
         assert principal.run is not None
         return Q(pk=principal.run.pk)
     return run_guard(readers_for(principal))

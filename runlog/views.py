@@ -13,7 +13,7 @@ from rest_framework.views import APIView
 from kindmem.access import readers_for
 from kindmem.permissions import principal_of
 from kindmem.serializers import ErrorOutput
-from runlog import chain, services
+from runlog import services
 from runlog.models import LogEntry
 from runlog.serializers import (
     LogAppendInput,
@@ -22,6 +22,7 @@ from runlog.serializers import (
     LogPageOutput,
     LogVerifyOutput,
 )
+from runlog.verify import verify_run
 
 ERRORS = {400: ErrorOutput, 401: ErrorOutput, 403: ErrorOutput, 404: ErrorOutput}
 
@@ -70,4 +71,4 @@ class RunLogVerifyView(APIView):
     @extend_schema(responses={200: LogVerifyOutput, **ERRORS})
     def get(self, request: Request, run_id: uuid.UUID) -> Response:
         run = services.run_for_reading(principal=principal_of(request), run_id=run_id)
-        return Response(LogVerifyOutput(chain.verify_run(run).as_dict()).data)
+        return Response(LogVerifyOutput(verify_run(run).as_dict()).data)

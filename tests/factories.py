@@ -6,8 +6,8 @@ import itertools
 from dataclasses import dataclass
 
 from kindmem import services
-from kindmem.access import Principal
-from kindmem.models import Agent, ApiKey, Org, PrincipalKind, Project, Run, Tenant, User
+from kindmem.access import Principal, PrincipalKind
+from kindmem.models import Agent, ApiKey, Org, Project, Run, Tenant, User
 
 _seq = itertools.count(1)
 
@@ -78,7 +78,9 @@ class Minted:
 
     @property
     def principal(self) -> Principal:
-        return Principal(kind="run", tenant_id=self.run.tenant_id, run=self.run, user=self.run.user)
+        return Principal(
+            kind=PrincipalKind.RUN, tenant_id=self.run.tenant_id, run=self.run, user=self.run.user
+        )
 
     @property
     def headers(self) -> dict[str, str]:

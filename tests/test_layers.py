@@ -66,3 +66,67 @@ def test_the_check_sees_an_upward_import(tmp_path, settings):
     settings.BASE_DIR = tmp_path
     # then the check names it
     assert _upward_imports() == ["kindmem/bad.py imports config"]
+
+
+def _module_of(path: Path, base: Path) -> str:
+    parts = list(path.relative_to(base).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _module_imports(path: Path, modules: set[str]) -> set[str]:
+    """The project modules `path` imports (`from facts import services` is facts.services)."""
+    tree = ast.parse(path.read_text(), filename=str(path))
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found.add(node.module)
+            found |= {f"{node.module}.{alias.name}" for alias in node.names}
+    return found & modules
+
+
+def _import_cycles() -> list[list[str]]:
+    """Every cycle among the apps' modules (function-level imports included): a service that
+    imports its tasks while the tasks import the service is one, hidden or not."""
+    base = Path(settings.BASE_DIR)
+    paths = {
+        _module_of(path, base): path
+        for app in FLOORS
+        for path in sorted((base / app).rglob("*.py"))
+        if "migrations" not in path.parts
+    }
+    graph = {m: _module_imports(p, set(paths)) - {m} for m, p in paths.items()}
+    cycles: list[list[str]] = []
+    done: set[str] = set()
+
+    def visit(module: str, trail: list[str]) -> None:
+        if module in trail:
+            cycle = trail[trail.index(module) :]
+            if sorted(cycle) not in [sorted(c) for c in cycles]:
+                cycles.append(cycle)
+            return
+        if module in done:
+            return
+        for target in sorted(graph[module]):
+            visit(target, [*trail, module])
+        done.add(module)
+
+    for module in sorted(graph):
+        visit(module, [])
+    return cycles
+
+
+def test_no_module_imports_one_that_imports_it():
+    assert _import_cycles() == []
+
+
+def test_the_check_sees_a_service_and_its_task_importing_each_other(tmp_path, settings):
+    # given an app whose services import its tasks, inside a function, and the other way round
+    for app in FLOORS:
+        (tmp_path / app).mkdir()
+    (tmp_path / "facts" / "services.py").write_text("def f():\n    from facts import tasks\n")
+    (tmp_path / "facts" / "tasks.py").write_text("from facts.services import f\n")
+    settings.BASE_DIR = tmp_path
+    # then the check names the cycle
+    assert _import_cycles() == [["facts.services", "facts.tasks"]]

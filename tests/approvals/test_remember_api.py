@@ -15,7 +15,7 @@ from django.utils import timezone
 from rest_framework.test import APIClient
 
 from approvals.models import Approval, ApprovalStatus
-from facts import remember as remember_module
+from facts import slots as remember_module
 from facts.models import Fact, Revision
 from kindmem.models import ErasureHold
 from tests import factories
@@ -172,7 +172,7 @@ def test_twenty_concurrent_identical_calls_write_one_revision_and_agree():
     all_looked = threading.Barrier(20, timeout=30)
     local = threading.local()
     replay_lookups = []
-    real_replay = remember_module._replay
+    real_replay = remember_module.replayed
 
     def replay_after_everyone_looked(*args, **kwargs):
         found = real_replay(*args, **kwargs)
@@ -191,7 +191,7 @@ def test_twenty_concurrent_identical_calls_write_one_revision_and_agree():
             connection.close()
 
     with (
-        mock.patch.object(remember_module, "_replay", replay_after_everyone_looked),
+        mock.patch.object(remember_module, "replayed", replay_after_everyone_looked),
         ThreadPoolExecutor(max_workers=20) as pool,
     ):
         answers = list(pool.map(call, range(20)))

@@ -15,7 +15,7 @@ import pytest
 
 from embeddings.providers import DIMENSIONS
 from facts.models import Fact, Revision, Subject
-from facts.services import content_hash
+from facts.provenance import content_hash
 
 
 def vector_for(text: str, dimensions: int = DIMENSIONS) -> list[float]:

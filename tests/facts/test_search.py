@@ -17,7 +17,7 @@ from hypothesis import settings as hypothesis_settings
 from hypothesis import strategies as st
 
 from embeddings.providers import HashingEmbedder
-from facts import services
+from facts import provenance, scopes, services
 from facts.models import EmbeddingState, Fact, Revision, Subject
 from facts.search import FactSearch, keyword_leg, semantic_leg
 from kindmem.access import readers_for
@@ -57,7 +57,7 @@ def plant(tenant: Any, texts: list[str], **fact_fields: Any) -> list[Revision]:
             fact=fact,
             version=1,
             content={"text": text},
-            content_hash=services.content_hash({"text": text}, None, None),
+            content_hash=provenance.content_hash({"text": text}, None, None),
             attributed_kind="service",
             attributed_id="test",
             search_text=text,
@@ -413,7 +413,8 @@ def test_expired_pending_superseded_and_deleted_revisions_never_appear(api, worl
     Revision.objects.filter(pk=expired.revision.pk).update(
         expires_at=timezone.now() - timedelta(seconds=1)
     )
-    services.fact_create(principal=p, type="note", content="alpha beta pending", review="pending")
+    pending = services.fact_create(principal=p, type="note", content="alpha beta pending")
+    Revision.objects.filter(pk=pending.revision.pk).update(review="pending")
     old = services.fact_create(principal=p, type="note", content="alpha beta old words")
     services.fact_supersede(principal=p, fact_id=old.revision.fact_id, content="zzz yyy")
     gone = services.fact_create(principal=p, type="note", content="alpha beta deleted")
@@ -555,7 +556,7 @@ def test_hybrid_search_takes_a_fixed_number_of_queries_whatever_the_hit_count(
             principal=p,
             type="note",
             content=f"coffee fact {i}",
-            subjects=[services.SubjectInput(kind="external", id=f"x{i}")],
+            subjects=[scopes.SubjectInput(kind="external", id=f"x{i}")],
         )
     search(api, world.admin.headers, mode="hybrid", query="coffee")  # warm caches
     # when searching: the key, the keyword leg, the semantic leg's settings, its index scan and

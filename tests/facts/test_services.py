@@ -13,6 +13,8 @@ from django.utils import timezone
 
 from facts import services
 from facts.models import Fact, RetentionPolicy, Revision, WritePolicy
+from facts.retention import RetentionInput
+from facts.scopes import SubjectInput
 from kindmem.errors import Conflict, ErasureInProgress, Forbidden
 from kindmem.models import ErasureHold
 
@@ -100,7 +102,7 @@ def test_hole_9_verify_keeps_the_keep_days_expiry_of_the_facts_retention(world) 
         principal=world.admin.principal,
         type="note",
         content="x",
-        retention=services.RetentionInput(keep_days=30),
+        retention=RetentionInput(keep_days=30),
     )
     first_write = created.revision.fact.created_at
     assert created.revision.expires_at == first_write + timedelta(days=30)
@@ -143,7 +145,7 @@ def test_verify_keeps_a_keep_until_and_a_fact_without_retention_never_expires(wo
         principal=world.admin.principal,
         type="note",
         content="kept",
-        retention=services.RetentionInput(keep_until=until),
+        retention=RetentionInput(keep_until=until),
     )
     plain = services.fact_create(principal=world.admin.principal, type="note", content="plain")
     verified = [
@@ -168,7 +170,7 @@ def test_the_tenant_policy_sets_retention_and_the_fact_override_wins(world) -> N
         principal=world.admin.principal,
         type="note",
         content="b",
-        retention=services.RetentionInput(keep_days=1),
+        retention=RetentionInput(keep_days=1),
     )
     assert by_policy.revision.keep_days == 7
     assert overridden.revision.keep_days == 1
@@ -181,7 +183,7 @@ def test_delete_is_allowed_once_keep_days_have_elapsed(world) -> None:
         principal=world.admin.principal,
         type="note",
         content="x",
-        retention=services.RetentionInput(keep_days=1, legal_hold=False),
+        retention=RetentionInput(keep_days=1, legal_hold=False),
     )
     Fact.objects.filter(pk=created.revision.fact_id).update(
         created_at=timezone.now() - timedelta(days=2)
@@ -204,7 +206,7 @@ def test_superseding_with_a_held_subject_is_refused_and_writes_nothing(world) ->
             principal=world.admin.principal,
             fact_id=created.revision.fact_id,
             content="y",
-            subjects=[services.SubjectInput(kind="external", id="crm-1")],
+            subjects=[SubjectInput(kind="external", id="crm-1")],
         )
     assert Revision.objects.get().invalidated_at is None
 

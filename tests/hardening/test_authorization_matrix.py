@@ -19,8 +19,9 @@ from django.db import transaction
 from django.urls import URLPattern, URLResolver, get_resolver
 from rest_framework.test import APIClient
 
-from approvals.services import memory_remember
+from approvals.remember import memory_remember
 from facts.services import fact_create
+from privacy import exports as privacy_exports
 from privacy import services as privacy_services
 from recall import services as recall_services
 from runlog.services import log_append
@@ -105,7 +106,7 @@ def build_world() -> MatrixWorld:
     access = privacy_services.access_request_start(
         actor=actor, subject_kind="participant", subject_id="p-1"
     )
-    privacy_services.access_export_build(access_request_id=access.id)
+    privacy_exports.access_export_build(access_request_id=access.id)
     access.refresh_from_db()
     elsewhere = factories.tenant_create()
     return MatrixWorld(

@@ -9,7 +9,9 @@ from typing import Any
 
 from django.db import connection
 
-from facts.services import SubjectInput, fact_create, fact_supersede, link_create
+from facts.links import link_create
+from facts.scopes import SubjectInput
+from facts.services import fact_create, fact_supersede
 from recall.services import ConversationStart, NewMessage, conversation_append
 from runlog.services import log_append
 from tests import factories

@@ -27,7 +27,7 @@ from audit.services import AuditNote, audit_record
 from kindmem.models import Run
 from privacy.models import AccessRequest, ErasureRequest, RequestStatus
 from privacy.services import erasure_start
-from runlog.chain import verify_run
+from runlog.verify import verify_run
 from tests import factories
 from tests.privacy.conftest import plant_person, residue_scan
 from tests.processes import database_env, redis_or_skip

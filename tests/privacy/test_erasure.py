@@ -12,8 +12,8 @@ from privacy.erasure import erasure_run
 from privacy.models import AccessRequest, ErasureRequest, RequestStatus
 from privacy.services import erasure_start
 from recall.models import Conversation, Message
-from runlog.chain import verify_run
 from runlog.models import LogEntry
+from runlog.verify import verify_run
 from tests.privacy.conftest import plant_person, residue_scan
 
 pytestmark = pytest.mark.django_db
@@ -175,7 +175,7 @@ def test_erasing_a_kindgi_user_takes_their_id_off_what_they_wrote(world):
 
 def test_erasing_an_external_subject_removes_the_facts_that_name_them(world):
     # given a fact about an external subject id
-    from facts.services import SubjectInput
+    from facts.scopes import SubjectInput
 
     fact = fact_create(
         principal=world.admin.principal,

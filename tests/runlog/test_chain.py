@@ -13,8 +13,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from runlog import chain
-from runlog.chain import GENESIS_HASH, verify_run
+from runlog.chain import GENESIS_HASH
 from runlog.models import LogEntry
+from runlog.verify import verify_run
 from tests.runlog.conftest import append, sql, v1_entry_create
 
 TABLE = "runlog_logentry"

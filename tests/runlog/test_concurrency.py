@@ -7,9 +7,9 @@ import threading
 import pytest
 from django.db import connection
 
-from runlog.chain import verify_run
 from runlog.models import LogEntry
 from runlog.services import log_append
+from runlog.verify import verify_run
 
 APPENDERS = 50
 

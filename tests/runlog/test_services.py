@@ -10,9 +10,10 @@ from django.test import override_settings
 from kindmem.errors import ErasureInProgress, ValidationFailed
 from kindmem.models import ErasureHold
 from runlog import chain
-from runlog.chain import GENESIS_HASH, verify_run
+from runlog.chain import GENESIS_HASH
 from runlog.models import LogEntry
 from runlog.services import log_append, log_payloads_erase
+from runlog.verify import verify_run
 from tests import factories
 from tests.runlog.conftest import append
 

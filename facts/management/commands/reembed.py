@@ -15,8 +15,8 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from embeddings.providers import EmbeddingFailed, get_embedder
+from facts.embedding import revisions_embed
 from facts.models import Revision
-from facts.services import revisions_embed
 from kindmem.errors import EmbeddingUnavailable
 
 BAR_WIDTH = 30

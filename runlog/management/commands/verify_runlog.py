@@ -8,8 +8,8 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from kindmem.models import Run, Tenant
-from runlog.chain import verify_run
 from runlog.models import LogEntry
+from runlog.verify import verify_run
 
 
 class Command(BaseCommand):

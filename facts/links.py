@@ -1,0 +1,145 @@
+"""Links between facts (the 003 seed's attributed IEdge) and traversal along them, only
+through facts the caller may read."""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from django.db import IntegrityError, transaction
+
+from facts.models import Link, Revision
+from facts.provenance import attribution_of
+from facts.revisions import lock_current
+from kindmem.access import Principal, Readers, readers_for
+from kindmem.errors import FactNotFound, InvalidFact
+
+MAX_HOPS = 5
+
+
+@dataclass(frozen=True)
+class Reached:
+    """One fact a link traversal reached: how many hops away, and the link that reached it."""
+
+    revision: Revision
+    hops: int
+    link: Link
+
+
+def readable_fact_ids(principal: Principal, readers: Readers) -> Any:
+    return (
+        Revision.objects.of_tenant(principal.tenant_id)
+        .live()
+        .readable_by(readers)
+        .values("fact_id")
+    )
+
+
+@transaction.atomic
+def link_create(
+    *,
+    principal: Principal,
+    source_id: uuid.UUID | str,
+    target_id: uuid.UUID | str,
+    type: str,
+    confidence: float | None = None,
+    provenance: Any = None,
+    valid_at: datetime | None = None,
+    invalid_at: datetime | None = None,
+) -> tuple[Link, bool]:
+    """Link one readable fact to another (the 003 seed's attributed IEdge). The same
+    (source, target, type) again returns the existing link (`False`: nothing written)."""
+    if confidence is not None and not 0.0 <= confidence <= 1.0:
+        raise InvalidFact(details={"confidence": ["Must be between 0 and 1."]})
+    source, _ = lock_current(principal, source_id)
+    readers = readers_for(principal)
+    try:
+        target_ident = uuid.UUID(str(target_id))
+    except ValueError:
+        raise FactNotFound(details={"target": str(target_id)}) from None
+    if not readable_fact_ids(principal, readers).filter(fact_id=target_ident).exists():
+        raise FactNotFound(
+            "No such target fact, or not one this credential may read.",
+            details={"target": str(target_id)},
+        )
+    existing = Link.objects.filter(
+        tenant_id=principal.tenant_id, source=source, target_id=target_ident, type=type
+    ).first()
+    if existing is not None:
+        return existing, False
+    who = attribution_of(principal)
+    try:
+        with transaction.atomic():
+            link = Link.objects.create(
+                tenant_id=principal.tenant_id,
+                source=source,
+                target_id=target_ident,
+                type=type,
+                confidence=confidence,
+                provenance=provenance,
+                valid_at=valid_at,
+                invalid_at=invalid_at,
+                created_by=who.label,
+            )
+    except IntegrityError:  # a concurrent identical link won the unique constraint
+        return Link.objects.get(
+            tenant_id=principal.tenant_id, source=source, target_id=target_ident, type=type
+        ), False
+    return link, True
+
+
+def link_traverse(
+    *,
+    principal: Principal,
+    fact_id: uuid.UUID | str,
+    hops: int = 1,
+    direction: str = "out",
+    type: str | None = None,
+) -> list[Reached]:
+    """Breadth-first from a readable fact along its links (`out`: to targets, `in`: from
+    sources), up to `hops` levels, cycle-safe (a visited fact is never expanded twice), only
+    through facts the caller may read: an unreadable fact is neither returned nor crossed.
+    One query per level, plus one for the reached revisions. Nearest first."""
+    readers = readers_for(principal)
+    try:
+        seed = uuid.UUID(str(fact_id))
+    except ValueError:
+        raise FactNotFound() from None
+    readable = readable_fact_ids(principal, readers)
+    if not readable.filter(fact_id=seed).exists():
+        raise FactNotFound()
+    near, far = ("source_id", "target_id") if direction == "out" else ("target_id", "source_id")
+    visited = {seed}
+    frontier = {seed}
+    reached: list[tuple[uuid.UUID, int, Link]] = []
+    for level in range(1, min(hops, MAX_HOPS) + 1):
+        if not frontier:
+            break
+        edges = Link.objects.filter(tenant_id=principal.tenant_id, **{f"{near}__in": frontier})
+        edges = edges.filter(**{f"{far}__in": readable})
+        if type:
+            edges = edges.filter(type=type)
+        frontier = set()
+        for link in edges.order_by("created_at", "id"):
+            other = getattr(link, far)
+            if other in visited:
+                continue
+            visited.add(other)
+            frontier.add(other)
+            reached.append((other, level, link))
+    revisions = {
+        r.fact_id: r
+        for r in Revision.objects.of_tenant(principal.tenant_id)
+        .live()
+        .readable_by(readers)
+        .filter(fact_id__in=[fid for fid, _, _ in reached])
+        .select_related("fact")
+        .prefetch_related("subjects")
+    }
+    return [
+        Reached(revision=revisions[fid], hops=level, link=link)
+        for fid, level, link in reached
+        if fid in revisions
+    ]

@@ -1,0 +1,223 @@
+"""An agent's slot memory, written: the facts half of the `remember` tool (approvals owns the
+tool, its declarations and review reasons: `approvals.remember`).
+
+A slot is (type, key, exact scope) filled by one agent. A new value of a slot replaces the
+approved value now when it is readable now, or waits beside it for review (`review:
+pending`) and replaces it when approved (`facts.services.revision_approve`); an older value
+still waiting is withdrawn. Idempotency: one revision per (run, tool call) is a unique
+constraint. A retry whose first call already committed finds it; a concurrent retry's insert
+waits on the first's and then fails the constraint inside a savepoint, after which it returns
+what the first wrote.
+
+Retention and the unverified window (a choice the seed leaves open): a revision's `keep_days`
+both sets its expiry and forbids deleting it until it elapses, which must not stop a reviewer
+from rejecting an agent's memory or a person from deleting it. So the declaration's
+`keep_days` goes into `expires_at` only (now + keep_days: the unverified window), and the
+revision's retention columns carry the tenant's policy for the type, as for any other fact.
+Verifying (`fact_verify`) lifts the window and only the window.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from enum import StrEnum
+from typing import Any
+
+from django.conf import settings
+from django.db import IntegrityError, transaction
+from django.db.models import Exists, OuterRef
+from django.utils import timezone
+
+from facts.models import AttributionKind, Fact, InvalidationReason, Review, Revision, Trust
+from facts.provenance import attribution_of
+from facts.retention import Retention, invalidate
+from facts.revisions import Draft, embed_for_write, next_version, write_revision
+from facts.scopes import SubjectInput, persons_of_write, resolve_scope
+from kindmem.access import Principal
+from kindmem.errors import MemoryLimitReached
+from kindmem.holds import assert_not_held
+from kindmem.models import Run
+
+
+class SlotOutcome(StrEnum):
+    CREATED = "created"
+    SUPERSEDED = "superseded"
+    REPLAYED = "replayed"  # this run's tool call already wrote it
+
+
+@dataclass(frozen=True)
+class SlotWrite:
+    revision: Revision
+    outcome: SlotOutcome
+    # whether the new value waits for review (the caller's reasons, or a verified slot value)
+    pending: bool = False
+    # the slot's value is verified, so the new one waits (`verified-slot`)
+    verified_slot: bool = False
+    # the slot's approved value, when this one replaced it (not when this one waits for review:
+    # the approved value stays current until a reviewer approves its successor)
+    replaced: Revision | None = None
+    # earlier values for the slot still waiting for review, closed as `superseded`
+    withdrawn: list[Revision] = field(default_factory=list)
+
+
+def replayed(tenant_id: uuid.UUID, run: Run, tool_call_id: str) -> Revision | None:
+    """The revision this run's tool call already wrote, if any."""
+    return (
+        Revision.objects.of_tenant(tenant_id)
+        .filter(generated_by_run=run, generated_by_tool_call_id=tool_call_id)
+        .select_related("fact")
+        .first()
+    )
+
+
+def _slot_holder(
+    tenant_id: uuid.UUID, type: str, key: str, resolved: dict[str, Any], agent_id: str
+) -> Fact | None:
+    """The fact that holds this slot, row-locked: same type, key and exact scope, filled by
+    the same agent, with a current revision (pending review or not)."""
+    filled_by_agent = Revision.objects.filter(
+        fact_id=OuterRef("pk"), attributed_kind=AttributionKind.AGENT, attributed_id=agent_id
+    )
+    current = Revision.objects.filter(fact_id=OuterRef("pk"), invalidated_at__isnull=True)
+    same = {c: v for c, v in resolved.items() if v is not None}
+    empty = {f"{c}__isnull": True for c, v in resolved.items() if v is None}
+    return (
+        Fact.objects.select_for_update()
+        .of_tenant(tenant_id)
+        .filter(type=type, key=key, **same, **empty)
+        .filter(Exists(filled_by_agent), Exists(current))
+        .order_by("created_at", "id")
+        .first()
+    )
+
+
+def _check_run_limit(run: Run) -> None:
+    """At most MAX_MEMORIES_PER_RUN revisions per run. Checked after this call's write, under
+    the run's row lock, so that concurrent calls of one run count each other exactly."""
+    Run.objects.select_for_update().filter(pk=run.pk).values_list("pk", flat=True).first()
+    written = Revision.objects.of_tenant(run.tenant_id).filter(generated_by_run=run).count()
+    limit = settings.MAX_MEMORIES_PER_RUN
+    if written > limit:
+        raise MemoryLimitReached(
+            f"This run has written {limit} memories, the most one run may.",
+            details={"limit": limit},
+        )
+
+
+@transaction.atomic
+def slot_write(
+    *,
+    principal: Principal,
+    type: str,
+    key: str | None,
+    scope: dict[str, Any],
+    subjects: list[SubjectInput],
+    content: dict[str, Any],
+    window_days: int,
+    must_wait: bool,
+    tool_call_id: str,
+    valid_until: datetime | None = None,
+    step_id: str | None = None,
+) -> SlotWrite:
+    """Write an agent run's memory into its slot (see the module docstring), `review: pending`
+    when `must_wait` or when the slot's approved value is verified. Refused, writing nothing,
+    for a held person or a run over its memory limit."""
+    run = principal.run
+    assert run is not None
+    tenant_id = principal.tenant_id
+    first = replayed(tenant_id, run, tool_call_id)
+    if first is not None:
+        return SlotWrite(first, SlotOutcome.REPLAYED)
+
+    resolved = resolve_scope(tenant_id, scope)
+    probe = Fact(
+        tenant_id=tenant_id,
+        participant_id=resolved["participant_id"],
+        user_id=resolved["user_id"],
+        thread_id=resolved["thread_id"],
+    )
+    assert_not_held(tenant_id, persons_of_write(probe, subjects))
+    now = timezone.now()
+    retention = Retention.of_policy(tenant_id, type)
+    who = attribution_of(principal)
+    window = now + timedelta(days=window_days)
+    # Embedded before any lock is taken (the slot's, the run's): no writer queues behind the
+    # embedder; a slow or failing one leaves the revision to the embed task.
+    embedded = embed_for_write(content)
+
+    pending = must_wait
+    verified_slot = False
+    holder = _slot_holder(tenant_id, type, key, resolved, run.agent.agent_id) if key else None
+    try:
+        with transaction.atomic():
+            # Read after the slot's lock: a concurrent writer of the slot has committed by now.
+            slot = (
+                list(Revision.objects.filter(fact=holder, invalidated_at__isnull=True))
+                if holder is not None
+                else []
+            )
+            approved = next((r for r in slot if r.review is None), None)
+            if approved is not None and approved.trust == Trust.VERIFIED:
+                # A run never alters a verified fact on its own: the new value waits.
+                verified_slot = pending = True
+            withdrawn = [r for r in slot if r.review == Review.PENDING]
+            # An older value still waiting is closed: the new one is reviewed on its own.
+            for older in withdrawn:
+                invalidate(older, by=who.label, reason=InvalidationReason.SUPERSEDED, now=now)
+            # The approved value is replaced now only by a value readable now; one that waits
+            # for review replaces it when approved, so the good memory stays readable
+            # meanwhile, and stays the fact when the new one is rejected.
+            replaced = approved if not pending else None
+            if replaced is not None:
+                invalidate(replaced, by=who.label, reason=InvalidationReason.SUPERSEDED, now=now)
+            if holder is not None:
+                fact = holder
+            else:
+                fact = Fact(
+                    tenant_id=tenant_id, type=type, key=key, created_at=now, tags=[], **resolved
+                )
+                fact.save(force_insert=True)
+            retention_expiry = retention.expires_at(fact.created_at)
+            revision = write_revision(
+                fact=fact,
+                version=next_version(fact) if holder is not None else 1,
+                draft=Draft(
+                    content=content,
+                    valid_until=valid_until,
+                    observed_at=now,
+                    step_id=step_id,
+                    tool_call_id=tool_call_id,
+                ),
+                embedded=embedded,
+                who=who,
+                subjects=subjects,
+                retention=retention,
+                expires_at=(
+                    None
+                    if retention.legal_hold
+                    else min(window, retention_expiry)
+                    if retention_expiry
+                    else window
+                ),
+                supersedes=replaced,
+                trust=Trust.UNVERIFIED,
+                review=Review.PENDING if pending else None,
+                now=now,
+            )
+    except IntegrityError:
+        # A concurrent call with this run and tool call committed first: answer with its result.
+        first = replayed(tenant_id, run, tool_call_id)
+        if first is None:
+            raise
+        return SlotWrite(first, SlotOutcome.REPLAYED)
+    _check_run_limit(run)
+    return SlotWrite(
+        revision,
+        SlotOutcome.SUPERSEDED if holder is not None else SlotOutcome.CREATED,
+        pending=pending,
+        verified_slot=verified_slot,
+        replaced=replaced,
+        withdrawn=withdrawn,
+    )
