@@ -70,6 +70,23 @@ def _test_broker_start() -> None:
     os.environ.setdefault("KINDMEM_TEST_REDIS_URL", redis_url)
 
 
+# What makes a test slow: it starts processes (a web server, a worker, a browser, `kindmem
+# run`). `pytest -m "not slow"` is the fast suite; CI runs everything.
+SLOW_FIXTURES = {"browser", "page", "live_server", "worker_broker", "server"}
+SLOW_IMPORTS = ("import subprocess", "from tests.processes import", "from tests import processes")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    spawning: dict[Path, bool] = {}
+    for item in items:
+        path = Path(str(item.fspath))
+        if path not in spawning:
+            source = path.read_text()
+            spawning[path] = any(line in source for line in SLOW_IMPORTS)
+        if spawning[path] or SLOW_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.slow)
+
+
 def pytest_unconfigure(config: pytest.Config) -> None:
     if _test_broker is not None:
         _test_broker.terminate()

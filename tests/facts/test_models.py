@@ -14,8 +14,9 @@ from tests.facts.conftest import fact_insert
 pytestmark = pytest.mark.django_db
 
 
-def violates(**kwargs: object) -> None:
-    with pytest.raises(IntegrityError), transaction.atomic():
+def violates(constraint: str, **kwargs: object) -> None:
+    """Creating the revision fails on `constraint`, not on some other rule."""
+    with pytest.raises(IntegrityError, match=constraint), transaction.atomic():
         Revision.objects.create(**kwargs)
 
 
@@ -37,15 +38,16 @@ def test_a_fact_has_at_most_one_current_revision(world) -> None:
     # given: a fact with a current revision
     revision = fact_insert(world.tenant)
     # when / then: a second current revision is refused by the database
-    violates(**revision_fields(revision))
+    violates("one_current_revision_per_fact", **revision_fields(revision))
 
 
 def test_versions_are_unique_within_a_fact(world) -> None:
     revision = fact_insert(world.tenant)
     violates(
+        "revision_version_unique",
         **revision_fields(
             revision, version=1, invalidated_at=timezone.now(), invalidation_reason="superseded"
-        )
+        ),
     )
 
 
@@ -54,36 +56,48 @@ def test_an_unknown_trust_is_refused(world) -> None:
     Revision.objects.filter(pk=revision.pk).update(
         invalidated_at=timezone.now(), invalidation_reason="superseded"
     )
-    violates(**revision_fields(revision, trust="certain"))
+    violates("revision_trust_valid", **revision_fields(revision, trust="certain"))
 
 
 def test_an_invalidation_names_its_reason(world) -> None:
     revision = fact_insert(world.tenant)
-    with pytest.raises(IntegrityError), transaction.atomic():
+    with (
+        pytest.raises(IntegrityError, match="revision_invalidated_with_reason"),
+        transaction.atomic(),
+    ):
         Revision.objects.filter(pk=revision.pk).update(invalidated_at=timezone.now())
 
 
 def test_a_verified_revision_names_its_verifier(world) -> None:
     revision = fact_insert(world.tenant)
-    with pytest.raises(IntegrityError), transaction.atomic():
+    with (
+        pytest.raises(IntegrityError, match="revision_verified_names_verifier"),
+        transaction.atomic(),
+    ):
         Revision.objects.filter(pk=revision.pk).update(trust="verified")
 
 
 def test_a_participant_fact_names_its_project(world) -> None:
-    with pytest.raises(IntegrityError), transaction.atomic():
+    with (
+        pytest.raises(IntegrityError, match="fact_participant_requires_project"),
+        transaction.atomic(),
+    ):
         Fact.objects.create(tenant=world.tenant, type="note", participant_id="p-1")
 
 
 def test_valid_from_comes_before_valid_until(world) -> None:
     now = timezone.now()
-    with pytest.raises(IntegrityError), transaction.atomic():
+    with (
+        pytest.raises(IntegrityError, match="revision_valid_from_before_until"),
+        transaction.atomic(),
+    ):
         fact_insert(world.tenant, valid_from=now, valid_until=now)
 
 
 @pytest.mark.parametrize("confidence", [-0.1, 1.5])
 def test_a_link_confidence_lies_between_0_and_1(world, confidence) -> None:
     a, b = fact_insert(world.tenant), fact_insert(world.tenant)
-    with pytest.raises(IntegrityError), transaction.atomic():
+    with pytest.raises(IntegrityError, match="link_confidence_0_to_1"), transaction.atomic():
         Link.objects.create(
             tenant=world.tenant,
             source_id=a.fact_id,

@@ -235,7 +235,7 @@ def test_an_entry_inserted_in_the_middle_is_detected_there(minted, five):
 
 def test_the_database_refuses_a_forked_chain(minted, five):
     # given a second entry naming the same predecessor as the third
-    with pytest.raises(IntegrityError), transaction.atomic():
+    with pytest.raises(IntegrityError, match="log_no_fork_per_run"), transaction.atomic():
         sql(
             f"INSERT INTO {TABLE} (id, tenant_id, run_id, sequence, kind, payload, content_hash,"
             " payload_salt, prev_hash, entry_hash, hash_version, created_at)"
@@ -253,17 +253,18 @@ def test_the_database_refuses_a_forked_chain(minted, five):
 
 
 @pytest.mark.parametrize(
-    "assignment",
+    ("assignment", "constraint"),
     [
-        "hash_version = 3",
-        "hash_version = 1",  # a v1 entry has no salt
-        "kind = 'telepathy'",
-        "payload = NULL",  # only with payload_erased_at, and then without the salt
-        "payload_salt = NULL",
+        ("hash_version = 3", "log_hash_version_known"),
+        ("hash_version = 1", "log_salt_matches_version"),  # a v1 entry has no salt
+        ("kind = 'telepathy'", "log_kind_known"),
+        # only with payload_erased_at, and then without the salt
+        ("payload = NULL", "log_payload_present_unless_erased"),
+        ("payload_salt = NULL", "log_salt_matches_version"),
     ],
 )
-def test_the_database_refuses_impossible_rows(minted, five, assignment):
-    with pytest.raises(IntegrityError), transaction.atomic():
+def test_the_database_refuses_impossible_rows(minted, five, assignment, constraint):
+    with pytest.raises(IntegrityError, match=constraint), transaction.atomic():
         sql(f"UPDATE {TABLE} SET {assignment} WHERE id = %s", [five[1].id])
 
 
