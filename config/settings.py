@@ -1,7 +1,8 @@
 """kindmem settings: one file, read from the environment, failing loudly on a bad value.
 
-Every variable is listed in README.md. With no DATABASE_URL, kindmem starts an embedded
-PostgreSQL with pgvector under KINDMEM_DATA_DIR (see config/embedded_db.py).
+Every variable is listed in README.md. With no DATABASE_URL, kindmem runs on an embedded
+PostgreSQL with pgvector under KINDMEM_DATA_DIR (config/embedded_db.py), started by the first
+connection a process makes; importing these settings starts nothing.
 """
 
 from __future__ import annotations
@@ -16,7 +17,9 @@ from django.core.exceptions import ImproperlyConfigured
 
 from config.broker import TRANSPORT_OPTIONS as EMBEDDED_TRANSPORT_OPTIONS
 from config.broker import embedded_broker_url, is_embedded_url
-from config.embedded_db import embedded_data_dir, ensure_embedded_database
+from config.embedded_db import APP_ROLE as EMBEDDED_APP_ROLE
+from config.embedded_db import DATABASE_NAME as EMBEDDED_DATABASE_NAME
+from config.embedded_db import embedded_data_dir
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -134,18 +137,17 @@ TEMPLATES = [
 # confines to one tenant (kindmem/row_security.py).
 DATABASE_LOGIN = env_choice("KINDMEM_DATABASE_LOGIN", "migration", {"migration", "app"})
 if EMBEDDED_DATABASE:
-    from config.embedded_db import APP_ROLE
-
-    _params = ensure_embedded_database(DATA_DIR)
+    # Loading these settings starts nothing: the backend starts (or joins) the embedded server
+    # on the process's first connection (config/embedded_backend/base.py). No USER: the
+    # server's superuser, who owns the tables.
     _migration_login: dict[str, Any] = {
-        "ENGINE": "django.db.backends.postgresql",
-        "NAME": _params["dbname"],
-        "USER": _params["user"],
-        "HOST": _params["host"],
-        "PORT": _params["port"],
+        "ENGINE": "config.embedded_backend",
+        "NAME": EMBEDDED_DATABASE_NAME,
+        "USER": "",
         "CONN_MAX_AGE": 0,
+        "EMBEDDED_DATA_DIR": str(DATA_DIR),
     }
-    _app_login = {**_migration_login, "USER": APP_ROLE}
+    _app_login = {**_migration_login, "USER": EMBEDDED_APP_ROLE}
 else:
     _app_login = dict(dj_database_url.parse(os.environ["DATABASE_URL"], conn_max_age=60))
     _migration_login = dict(

@@ -37,3 +37,21 @@ def test_a_process_killed_while_writing_the_handle_list_does_not_stop_later_star
     assert second.returncode == 0, second.stderr[-2000:]
     assert "started" in second.stdout
     assert not (tmp_path / "pgdata" / "postmaster.pid").exists()
+
+
+def test_loading_the_settings_starts_no_database(tmp_path):
+    # given a data folder where no embedded server has run, and no DATABASE_URL
+    env = {k: v for k, v in os.environ.items() if k != "DATABASE_URL"}
+    env["KINDMEM_DATA_DIR"] = str(tmp_path)
+    # when a process loads the settings and runs a check that needs no database
+    done = subprocess.run(
+        [sys.executable, "-m", "config.cli", "check"],
+        env=env,
+        cwd=settings.BASE_DIR,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    # then it answers, and no server was started (no cluster was even made)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert not (tmp_path / "pgdata").exists()
