@@ -120,7 +120,9 @@ class FactListView(AuditedView):
             qs = qs.current().unexpired()
         if "valid_at" in data:
             qs = qs.valid_at(data["valid_at"])
-        qs = qs.narrowed(type=data.get("type"), scope=params.scope(), tag=data.get("tag"))
+        qs = qs.narrowed(
+            type=data.get("type"), scope=params.scope(), tag=data.get("tag"), key=data.get("key")
+        )
         if "cursor" in data:
             at, ident = data["cursor"]
             qs = qs.filter(Q(created_at__lt=at) | Q(created_at=at, id__lt=ident))

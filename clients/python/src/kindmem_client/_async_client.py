@@ -219,6 +219,7 @@ class AsyncClient:
         self,
         *,
         type: str | None = None,
+        key: str | None = None,
         org_id: Id | None = None,
         project_id: Id | None = None,
         user_id: Id | None = None,
@@ -234,6 +235,7 @@ class AsyncClient:
         """One page of the facts the credential may read, newest first; `next_cursor` pages."""
         params = query_params(
             type=type,
+            key=key,
             org_id=org_id,
             project_id=project_id,
             user_id=user_id,
@@ -252,6 +254,7 @@ class AsyncClient:
         self,
         *,
         type: str | None = None,
+        key: str | None = None,
         org_id: Id | None = None,
         project_id: Id | None = None,
         user_id: Id | None = None,
@@ -268,6 +271,7 @@ class AsyncClient:
         while True:
             page = await self.list_facts(
                 type=type,
+                key=key,
                 org_id=org_id,
                 project_id=project_id,
                 user_id=user_id,

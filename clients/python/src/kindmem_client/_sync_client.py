@@ -218,6 +218,7 @@ class Client:
         self,
         *,
         type: str | None = None,
+        key: str | None = None,
         org_id: Id | None = None,
         project_id: Id | None = None,
         user_id: Id | None = None,
@@ -233,6 +234,7 @@ class Client:
         """One page of the facts the credential may read, newest first; `next_cursor` pages."""
         params = query_params(
             type=type,
+            key=key,
             org_id=org_id,
             project_id=project_id,
             user_id=user_id,
@@ -251,6 +253,7 @@ class Client:
         self,
         *,
         type: str | None = None,
+        key: str | None = None,
         org_id: Id | None = None,
         project_id: Id | None = None,
         user_id: Id | None = None,
@@ -267,6 +270,7 @@ class Client:
         while True:
             page = self.list_facts(
                 type=type,
+                key=key,
                 org_id=org_id,
                 project_id=project_id,
                 user_id=user_id,
