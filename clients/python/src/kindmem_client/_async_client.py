@@ -45,7 +45,10 @@ from kindmem_client.types import (
     LogEntry,
     LogPage,
     LogVerify,
+    MessageDelete,
     MessageInput,
+    MessageList,
+    MessagesClear,
     Recall,
     Remember,
     RetentionInput,
@@ -495,6 +498,29 @@ class AsyncClient:
         )
         path = f"/v1/conversations/{segment(conversation_id)}/messages"
         return cast(Append, await self._json("POST", path, json=payload))
+
+    async def list_messages(
+        self,
+        conversation_id: str,
+        *,
+        before_sequence: int | None = None,
+        limit: int | None = None,
+    ) -> MessageList:
+        """The newest `limit` messages of a conversation (before `before_sequence`), oldest
+        first, with their `data`; `next_before_sequence` pages to older ones."""
+        path = f"/v1/conversations/{segment(conversation_id)}/messages"
+        params = query_params(before_sequence=before_sequence, limit=limit)
+        return cast(MessageList, await self._json("GET", path, params=params))
+
+    async def delete_message(self, conversation_id: str, sequence: int) -> MessageDelete:
+        """Delete one message of a conversation; the answer carries it."""
+        path = f"/v1/conversations/{segment(conversation_id)}/messages/{int(sequence)}"
+        return cast(MessageDelete, await self._json("DELETE", path))
+
+    async def clear_messages(self, conversation_id: str) -> MessagesClear:
+        """Delete every message of a conversation (it stays, its sequences go on)."""
+        path = f"/v1/conversations/{segment(conversation_id)}/messages"
+        return cast(MessagesClear, await self._json("DELETE", path))
 
     async def recall(
         self,
