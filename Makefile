@@ -21,7 +21,7 @@ $(VENV)/.installed-run: pyproject.toml | $(BIN)/activate
 # The Python client (clients/python, its own package) is installed beside the app, with its
 # framework extras: the suite drives it and its adapters against the real API (tests/clients/).
 $(VENV)/.installed-test: pyproject.toml clients/python/pyproject.toml | $(BIN)/activate
-	$(BIN)/pip install --quiet -e '.[test]' -e 'clients/python[langgraph]'
+	$(BIN)/pip install --quiet -e '.[test]' -e 'clients/python[langgraph,openai-agents]'
 	touch $@
 
 run: $(VENV)/.installed-run

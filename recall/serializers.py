@@ -89,7 +89,10 @@ class AppendOutput(serializers.Serializer):
 class MessageListInput(serializers.Serializer):
     # query parameters: DRF's own integer fields, which read the strings a query string holds
     before_sequence = serializers.IntegerField(
-        required=False, min_value=1, help_text="Only messages before this one (older pages)."
+        required=False,
+        min_value=1,
+        max_value=2**31 - 1,  # a sequence's column
+        help_text="Only messages before this one (older pages).",
     )
     limit = serializers.IntegerField(
         required=False, min_value=1, max_value=MAX_LIST_LIMIT, default=DEFAULT_LIST_LIMIT
