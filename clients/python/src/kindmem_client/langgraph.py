@@ -95,7 +95,6 @@ try:
         InvalidNamespaceError,
         Item,
         ListNamespacesOp,
-        MatchCondition,
         Op,
         PutOp,
         Result,
@@ -108,6 +107,7 @@ except ImportError as missing:  # pragma: no cover - the message is the point
     ) from missing
 
 from kindmem_client._async_client import AsyncClient
+from kindmem_client._store_filters import namespace_matches, value_matches
 from kindmem_client._sync_client import Client
 from kindmem_client.errors import Conflict, FactNotFound
 from kindmem_client.types import Fact
@@ -202,61 +202,6 @@ def _scope_matches(fact: Fact, wanted: dict[str, str]) -> bool:
 
 def _when(value: str) -> datetime:
     return datetime.fromisoformat(value.replace("Z", "+00:00"))
-
-
-# ---- filters, as LangGraph's own stores read them ---------------------------------------------
-
-
-def _compare(value: Any, wanted: Any) -> bool:
-    """Whether an item's `value` satisfies the filter's `wanted`: operators, nested dicts,
-    lists element by element, else equality (LangGraph's InMemoryStore and PostgresStore)."""
-    if isinstance(wanted, dict):
-        if any(str(k).startswith("$") for k in wanted):
-            return all(_operator(value, op, operand) for op, operand in wanted.items())
-        return isinstance(value, dict) and all(_compare(value.get(k), v) for k, v in wanted.items())
-    if isinstance(wanted, list | tuple):
-        return (
-            isinstance(value, list | tuple)
-            and len(value) == len(wanted)
-            and all(_compare(v, w) for v, w in zip(value, wanted, strict=True))
-        )
-    return value == wanted
-
-
-def _operator(value: Any, op: str, operand: Any) -> bool:
-    if op == "$eq":
-        return value == operand
-    if op == "$ne":
-        return value != operand
-    if op not in ("$gt", "$gte", "$lt", "$lte"):
-        raise ValueError(f"Unsupported filter operator: {op}")
-    try:
-        left, right = float(value), float(operand)
-    except (TypeError, ValueError):
-        return False  # a missing or non-numeric field is never greater or smaller
-    return {
-        "$gt": left > right,
-        "$gte": left >= right,
-        "$lt": left < right,
-        "$lte": left <= right,
-    }[op]
-
-
-def _matches(value: Mapping[str, Any], filter: Mapping[str, Any] | None) -> bool:
-    return not filter or all(_compare(value.get(k), w) for k, w in filter.items())
-
-
-def _namespace_matches(condition: MatchCondition, namespace: tuple[str, ...]) -> bool:
-    path = tuple(condition.path)
-    if len(namespace) < len(path):
-        return False
-    if condition.match_type == "prefix":
-        pairs = zip(namespace, path, strict=False)
-    elif condition.match_type == "suffix":
-        pairs = zip(reversed(namespace), reversed(path), strict=False)
-    else:
-        raise ValueError(f"Unsupported match type: {condition.match_type}")
-    return all(p == "*" or n == p for n, p in pairs)
 
 
 # ---- one operation as a sequence of client calls ----------------------------------------------
@@ -473,7 +418,9 @@ class KindmemStore(BaseStore):
         def take(fact: Fact, place: tuple[tuple[str, ...], str], score: float | None) -> bool:
             """Keep `fact` if the filter and offset let it through; True once the page is full."""
             nonlocal skipped
-            if not isinstance(fact["content"], dict) or not _matches(fact["content"], op.filter):
+            if not isinstance(fact["content"], dict) or not value_matches(
+                fact["content"], op.filter
+            ):
                 return False
             if skipped < op.offset:
                 skipped += 1
@@ -539,7 +486,7 @@ class KindmemStore(BaseStore):
                 if place is None:
                     continue
                 namespace = place[0]
-                if all(_namespace_matches(c, namespace) for c in conditions):
+                if all(namespace_matches(c, namespace) for c in conditions):
                     found.add(namespace if op.max_depth is None else namespace[: op.max_depth])
             cursor = page["next_cursor"]
             if cursor is None:
