@@ -18,10 +18,10 @@ $(VENV)/.installed-run: pyproject.toml | $(BIN)/activate
 	$(BIN)/pip install --quiet -e '.[local]'
 	touch $@
 
-# The Python client (clients/python, its own package) is installed beside the app: the suite
-# drives it against the real API (tests/clients/).
+# The Python client (clients/python, its own package) is installed beside the app, with its
+# framework extras: the suite drives it and its adapters against the real API (tests/clients/).
 $(VENV)/.installed-test: pyproject.toml clients/python/pyproject.toml | $(BIN)/activate
-	$(BIN)/pip install --quiet -e '.[test]' -e clients/python
+	$(BIN)/pip install --quiet -e '.[test]' -e 'clients/python[langgraph,openai-agents]'
 	touch $@
 
 run: $(VENV)/.installed-run

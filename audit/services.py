@@ -29,7 +29,7 @@ class AuditNote:
     kind: str
     object_ids: list[str] = field(default_factory=list)
     subjects: set[str] = field(default_factory=set)
-    project_id: str | None = None
+    project_id: str | uuid.UUID | None = None
     query_snapshot: dict[str, Any] = field(default_factory=dict)
 
     def touch(

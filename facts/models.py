@@ -240,12 +240,15 @@ class RevisionQuerySet(models.QuerySet["Revision"]):
         type: str | None = None,
         scope: dict[str, str] | None = None,
         tag: str | None = None,
+        key: str | None = None,
     ) -> RevisionQuerySet:
-        """Narrow within what the guard lets through: type, scope keys (every given key must
-        match exactly) and a tag."""
+        """Narrow within what the guard lets through: type, slot key, scope keys (every given
+        key must match exactly) and a tag."""
         qs = self
         if type:
             qs = qs.filter(fact__type=type)
+        if key is not None:
+            qs = qs.filter(fact__key=key)
         for key, value in (scope or {}).items():
             qs = qs.filter(**{f"fact__{key}": value})
         if tag:

@@ -133,6 +133,9 @@ class FactVerifyInput(StrictSerializer):
 
 class FactListInput(StrictSerializer):
     type = TextField(required=False, max_length=100)
+    key = TextField(
+        required=False, max_length=200, help_text="The slot key (`key` of a write): exact match."
+    )
     tag = TextField(required=False, max_length=100)
     org_id = fields.UUIDField(required=False)
     project_id = fields.UUIDField(required=False)

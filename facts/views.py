@@ -66,8 +66,7 @@ def audit_revisions(view: AuditedView, revisions: Iterable[Revision]) -> None:
             ids=[revision.fact_id],
             subjects=[(s.kind, s.subject_id) for s in revision.subjects.all()],
         )
-        project = revision.fact.project_id
-        view.audit.project_id = view.audit.project_id or (str(project) if project else None)
+        view.audit.project_id = view.audit.project_id or revision.fact.project_id
 
 
 def _fact_uuid(fact_id: str) -> uuid.UUID:
@@ -121,7 +120,9 @@ class FactListView(AuditedView):
             qs = qs.current().unexpired()
         if "valid_at" in data:
             qs = qs.valid_at(data["valid_at"])
-        qs = qs.narrowed(type=data.get("type"), scope=params.scope(), tag=data.get("tag"))
+        qs = qs.narrowed(
+            type=data.get("type"), scope=params.scope(), tag=data.get("tag"), key=data.get("key")
+        )
         if "cursor" in data:
             at, ident = data["cursor"]
             qs = qs.filter(Q(created_at__lt=at) | Q(created_at=at, id__lt=ident))

@@ -35,7 +35,7 @@ ids are strings, absent values are ``null``::
                  "provenance", "valid_at", "invalid_at", "created_by", "created_at"}],
       "conversations": [{"conversation_id": thread id, "agent_id", "project_id",
                          "segments": [str], "created_at",
-                         "messages": [{"sequence", "role", "text", "created_at"}]}],
+                         "messages": [{"sequence", "role", "text", "data", "created_at"}]}],
       "runs": [{"id", "agent_id", "agent_version", "project_id", "thread_id", "session_id",
                 "created_at",
                 "log": [{"sequence", "kind", "payload" (null once erased),
@@ -213,6 +213,7 @@ def _conversations(target: ErasureTarget) -> list[dict[str, Any]]:
                     "sequence": m.sequence,
                     "role": m.role,
                     "text": m.text,
+                    "data": m.data,
                     "created_at": _t(m.created_at),
                 }
                 for m in sorted(c.messages.all(), key=lambda m: m.sequence)

@@ -81,6 +81,10 @@ class Message(models.Model):
     sequence = models.PositiveIntegerField()
     role = models.CharField(max_length=10, choices=Role.choices)
     text = models.TextField()
+    # What the writer keeps with the message and gets back as it gave it, never indexed: an
+    # agent framework's own record of the turn (an OpenAI Agents SDK item, with its ids and
+    # parts), so a session read back is the one written, while recall searches `text`.
+    data = models.JSONField(null=True, blank=True)
     created_at = models.DateTimeField(default=timezone.now)
     # Keyword index: NULL for tool messages, so they never match a full-text query.
     search = models.GeneratedField(

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from rest_framework import serializers
@@ -12,13 +13,34 @@ from recall.services import MAX_BATCH, MAX_TEXT_CHARS
 MAX_TOP_K = 100
 MAX_SELECTIONS = 20
 MAX_QUERY_CHARS = 2_000
+# A message's `data`: room for a tool call's output; a batch still fits KINDMEM_MAX_BODY_BYTES
+# only when it is small, so a client sends large items in requests of their own.
+MAX_DATA_BYTES = 256 * 1024
+MAX_LIST_LIMIT = 200
+DEFAULT_LIST_LIMIT = 50
 
 ID_FIELD: dict[str, Any] = {"max_length": 200, "allow_blank": False, "trim_whitespace": False}
+
+
+def _data_size(value: Any) -> Any:
+    size = len(json.dumps(value, ensure_ascii=False).encode())
+    if size > MAX_DATA_BYTES:
+        raise serializers.ValidationError(
+            f"data is {size} bytes of JSON; at most {MAX_DATA_BYTES} are accepted."
+        )
+    return value
 
 
 class MessageInput(serializers.Serializer):
     role = serializers.ChoiceField(choices=Role.choices)
     text = serializers.CharField(max_length=MAX_TEXT_CHARS, trim_whitespace=False)
+    data = serializers.JSONField(
+        required=False,
+        allow_null=True,
+        validators=[_data_size],
+        help_text="Kept with the message and returned as given, never indexed or recalled: an"
+        " agent framework's own record of the turn (e.g. an OpenAI Agents SDK item).",
+    )
 
 
 class AppendInput(serializers.Serializer):
@@ -62,6 +84,45 @@ class AppendedMessageOutput(serializers.Serializer):
 class AppendOutput(serializers.Serializer):
     conversation_id = serializers.CharField(source="conversation.thread_id")
     messages = AppendedMessageOutput(many=True)
+
+
+class MessageListInput(serializers.Serializer):
+    # query parameters: DRF's own integer fields, which read the strings a query string holds
+    before_sequence = serializers.IntegerField(
+        required=False,
+        min_value=1,
+        max_value=2**31 - 1,  # a sequence's column
+        help_text="Only messages before this one (older pages).",
+    )
+    limit = serializers.IntegerField(
+        required=False, min_value=1, max_value=MAX_LIST_LIMIT, default=DEFAULT_LIST_LIMIT
+    )
+
+
+class MessageOutput(serializers.Serializer):
+    sequence = serializers.IntegerField()
+    role = serializers.CharField()
+    text = serializers.CharField()
+    data = serializers.JSONField(allow_null=True)
+    created_at = serializers.DateTimeField()
+
+
+class MessageListOutput(serializers.Serializer):
+    conversation_id = serializers.CharField(source="conversation.thread_id")
+    messages = MessageOutput(many=True, help_text="Oldest first: the newest `limit` of the page.")
+    next_before_sequence = serializers.IntegerField(
+        allow_null=True, help_text="Pass as before_sequence for the older page; null: none."
+    )
+
+
+class MessageDeleteOutput(serializers.Serializer):
+    conversation_id = serializers.CharField(source="conversation.thread_id")
+    message = MessageOutput(help_text="The message deleted.")
+
+
+class MessagesClearOutput(serializers.Serializer):
+    conversation_id = serializers.CharField(source="conversation.thread_id")
+    deleted = serializers.IntegerField(help_text="How many messages were deleted.")
 
 
 class SelectionInput(serializers.Serializer):

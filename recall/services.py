@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass
+from typing import Any
 
 from django.db import transaction
 from django.utils import timezone
 
 from embeddings.budget import embed_within_budget
 from kindmem.access import Principal, PrincipalKind, readers_for
-from kindmem.errors import Forbidden, ValidationFailed
+from kindmem.errors import Forbidden, NotFound, ValidationFailed
 from kindmem.holds import assert_not_held
 from kindmem.models import Agent, Project, User
 from kindmem.subjects import persons_of
@@ -27,6 +28,8 @@ MAX_BATCH = 100
 class NewMessage:
     role: str
     text: str
+    # kept with the message and returned as given, never indexed (`Message.data`)
+    data: Any = None
 
 
 @dataclass(frozen=True)
@@ -120,6 +123,7 @@ def _append(
             sequence=first + i,
             role=m.role,
             text=m.text,
+            data=m.data,
             created_at=now,
             embedding=embeddings.get(i),
             embedding_model=model if i in embeddings else "",
@@ -228,3 +232,51 @@ def _check_may_write(
             "The conversation exists with other containers than the request names.",
             details={name: str(v) for name, v in mismatched.items()},
         )
+
+
+@transaction.atomic
+def messages_delete(
+    *, principal: Principal, conversation_id: str, sequence: int | None = None
+) -> tuple[Conversation, list[Message]]:
+    """Delete one message of a conversation (`sequence`), or all of them (None), and return
+    what was deleted. For an agent framework's session: taking back its last item, clearing
+    its history. The conversation itself stays, and its sequences are never handed out again
+    (`last_sequence` is kept), so an audit event's `<conversation>#<sequence>` always names one
+    message.
+
+    Who may: whoever may append (a run its own conversation, an app its projects'), once the
+    conversation is one it may recall; an unreadable or missing one is `not-found`, a held
+    one `erasure-in-progress` (as appending is), and nothing is deleted.
+    """
+    tenant_id = principal.tenant_id
+    conversation = (
+        Conversation.objects.of_tenant(tenant_id)
+        .recall_readable_by(readers_for(principal))
+        .filter(thread_id=conversation_id)
+        .select_related("agent")
+        .select_for_update(of=("self",))
+        .first()
+    )
+    if conversation is None:
+        raise NotFound("No such conversation.")
+    _check_may_write(principal, conversation, ConversationStart())
+    assert_not_held(
+        tenant_id,
+        persons_of(
+            participant_id=conversation.participant_id,
+            user_id=conversation.user_id,
+            thread_id=conversation.thread_id,
+        ),
+    )
+    doomed = Message.objects.of_tenant(tenant_id).filter(conversation=conversation)
+    if sequence is not None:
+        doomed = doomed.filter(sequence=sequence)
+    if sequence is None:
+        doomed = doomed.only("id", "sequence")  # a whole history: only what the audit names
+    else:
+        doomed = doomed.only("id", "sequence", "role", "text", "data", "created_at")
+    rows = list(doomed.order_by("sequence"))
+    if sequence is not None and not rows:
+        raise NotFound("No such message.", details={"sequence": sequence})
+    Message.objects.filter(id__in=[m.id for m in rows]).delete()
+    return conversation, rows

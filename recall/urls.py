@@ -11,5 +11,10 @@ urlpatterns: list[URLPattern] = [
         views.ConversationMessagesView.as_view(),
         name="conversation-messages",
     ),
+    path(
+        "conversations/<str:conversation_id>/messages/<int:sequence>",
+        views.ConversationMessageView.as_view(),
+        name="conversation-message",
+    ),
     path("recall", views.RecallView.as_view(), name="recall"),
 ]

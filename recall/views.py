@@ -1,4 +1,5 @@
-"""The recall routes: append messages to a conversation; recall earlier conversations."""
+"""The recall routes: a conversation's messages (read, append, delete); recall earlier
+conversations."""
 
 from __future__ import annotations
 
@@ -9,14 +10,24 @@ from rest_framework.response import Response
 
 from audit.recording import AuditedView
 from kindmem.access import readers_for
+from kindmem.errors import NotFound
 from kindmem.permissions import principal_of
 from kindmem.serializers import ErrorOutput
 from recall import services
-from recall.models import Conversation
+from recall.models import Conversation, Message
 from recall.models import message_ref as message_ref_of
 from recall.querysets import Selection
 from recall.search import RecallQuery, recall_search
-from recall.serializers import AppendInput, AppendOutput, RecallInput, RecallOutput
+from recall.serializers import (
+    AppendInput,
+    AppendOutput,
+    MessageDeleteOutput,
+    MessageListInput,
+    MessageListOutput,
+    MessagesClearOutput,
+    RecallInput,
+    RecallOutput,
+)
 
 ERRORS = {
     400: ErrorOutput,
@@ -43,10 +54,54 @@ def message_ref(conversation: Conversation, sequence: int) -> str:
 
 
 class ConversationMessagesView(AuditedView):
-    """Append one message or a batch to a conversation (created on its first write)."""
+    """A conversation's messages: read them in order, append one or a batch (the conversation
+    is created on its first write), or delete them all.
+
+    Three methods on one route, against the house habit of two: they are the one collection's
+    read, append and clear, and a client (an agent framework's session) finds all three where
+    it expects them; deleting one message is the route below it."""
 
     audit_kind = "message"
-    audit_phases = {"POST": "write"}
+    audit_phases = {"GET": "read", "POST": "write", "DELETE": "delete"}
+
+    @extend_schema(
+        parameters=[MessageListInput],
+        responses={200: MessageListOutput, **ERRORS},
+        operation_id="conversation_messages_list",
+    )
+    def get(self, request: Request, conversation_id: str) -> Response:
+        """The newest `limit` messages (before `before_sequence`), oldest first, tool messages
+        and each message's `data` included: the conversation as it was written, for the
+        credentials that may recall it (`isRecallReadableBy`); nothing while an erasure holds
+        it (404, like a conversation that does not exist)."""
+        params = MessageListInput(data=request.query_params.dict())
+        params.is_valid(raise_exception=True)
+        v = params.validated_data
+        principal = principal_of(request)
+        conversation = (
+            Conversation.objects.of_tenant(principal.tenant_id)
+            .recall_readable_by(readers_for(principal))
+            .not_held()
+            .filter(thread_id=conversation_id)
+            .first()
+        )
+        if conversation is None:
+            raise NotFound("No such conversation.")
+        messages = Message.objects.of_tenant(principal.tenant_id).filter(conversation=conversation)
+        if "before_sequence" in v:
+            messages = messages.filter(sequence__lt=v["before_sequence"])
+        limit = v["limit"]
+        newest = list(messages.defer("embedding", "search").order_by("-sequence")[: limit + 1])
+        page = list(reversed(newest[:limit]))
+        next_before = page[0].sequence if len(newest) > limit else None
+        self.audit.touch(
+            ids=[message_ref(conversation, m.sequence) for m in page],
+            subjects=conversation_subjects(conversation),
+        )
+        self.audit.project_id = conversation.project_id
+        self.audit.query_snapshot = {"conversation_id": conversation_id, **v}
+        body = {"conversation": conversation, "messages": page, "next_before_sequence": next_before}
+        return Response(MessageListOutput(body).data)
 
     @extend_schema(request=AppendInput, responses={201: AppendOutput, **ERRORS})
     def post(self, request: Request, conversation_id: str) -> Response:
@@ -57,7 +112,9 @@ class ConversationMessagesView(AuditedView):
         conversation, rows = services.conversation_append(
             principal=principal_of(request),
             conversation_id=conversation_id,
-            messages=[services.NewMessage(m["role"], m["text"]) for m in v["messages"]],
+            messages=[
+                services.NewMessage(m["role"], m["text"], m.get("data")) for m in v["messages"]
+            ],
             start=services.ConversationStart(
                 agent_id=v.get("agent_id"),
                 project_id=v.get("project_id"),
@@ -70,10 +127,53 @@ class ConversationMessagesView(AuditedView):
             ids=[message_ref(conversation, m.sequence) for m in rows],
             subjects=conversation_subjects(conversation),
         )
-        self.audit.project_id = str(conversation.project_id) if conversation.project_id else None
+        self.audit.project_id = conversation.project_id
         self.audit.query_snapshot = {"conversation_id": conversation_id, "count": len(rows)}
         body = AppendOutput({"conversation": conversation, "messages": rows}).data
         return Response(body, status=status.HTTP_201_CREATED)
+
+    @extend_schema(
+        responses={200: MessagesClearOutput, **ERRORS}, operation_id="conversation_messages_clear"
+    )
+    def delete(self, request: Request, conversation_id: str) -> Response:
+        """Delete every message of the conversation (a run its own, an app its projects');
+        the conversation stays, and its sequences go on from where they were."""
+        conversation, rows = services.messages_delete(
+            principal=principal_of(request), conversation_id=conversation_id
+        )
+        return _deleted(self, conversation, rows, MessagesClearOutput, {"deleted": len(rows)})
+
+
+class ConversationMessageView(AuditedView):
+    """Delete one message of a conversation, by its sequence (say the last, taken back)."""
+
+    audit_kind = "message"
+    audit_phases = {"DELETE": "delete"}
+
+    @extend_schema(
+        responses={200: MessageDeleteOutput, **ERRORS}, operation_id="conversation_message_delete"
+    )
+    def delete(self, request: Request, conversation_id: str, sequence: int) -> Response:
+        conversation, rows = services.messages_delete(
+            principal=principal_of(request), conversation_id=conversation_id, sequence=sequence
+        )
+        return _deleted(self, conversation, rows, MessageDeleteOutput, {"message": rows[0]})
+
+
+def _deleted(
+    view: AuditedView,
+    conversation: Conversation,
+    rows: list[Message],
+    output: type[MessageDeleteOutput] | type[MessagesClearOutput],
+    body: dict[str, object],
+) -> Response:
+    view.audit.touch(
+        ids=[message_ref(conversation, m.sequence) for m in rows],
+        subjects=conversation_subjects(conversation),
+    )
+    view.audit.project_id = conversation.project_id
+    view.audit.query_snapshot = {"conversation_id": conversation.thread_id, "count": len(rows)}
+    return Response(output({"conversation": conversation, **body}).data)
 
 
 class RecallView(AuditedView):

@@ -200,6 +200,22 @@ def test_the_list_filters_and_pages_with_a_cursor(api, world) -> None:
     assert {f["content"] for f in tagged["facts"]} == {"note 0", "note 1"}
 
 
+def test_the_list_narrows_to_one_slot_key(api, world) -> None:
+    # given: two notes in slots "a" and "a/b", one without a slot, one preference in slot "a"
+    create(api, world.admin, type="note", content="in a", key="a")
+    create(api, world.admin, type="note", content="in a/b", key="a/b")
+    create(api, world.admin, type="note", content="no slot")
+    create(api, world.admin, type="preference", content="pref in a", key="a")
+
+    # when: notes are listed by the key "a"
+    listed = api.get("/v1/facts", {"type": "note", "key": "a"}, **world.admin.headers).json()
+    any_type = api.get("/v1/facts", {"key": "a"}, **world.admin.headers).json()
+
+    # then: only that slot matches, exactly (not as a prefix), whatever the type when none given
+    assert [(f["content"], f["key"]) for f in listed["facts"]] == [("in a", "a")]
+    assert {f["content"] for f in any_type["facts"]} == {"in a", "pref in a"}
+
+
 def test_a_bad_list_parameter_is_a_validation_error(api, world) -> None:
     response = api.get("/v1/facts", {"limit": 0, "sort": "x"}, **world.admin.headers)
     assert response.status_code == 400

@@ -13,7 +13,8 @@ All along, the test keeps its own model of the world: what each write was, whom 
 credential acts for (its readers, derived here from the memberships and the runs' containers,
 not from `readers_for`), every revision's state. Then every credential of both tenants reads
 through every read route (`/v1/me`, facts list with cursors, detail, revisions, links, search
-in its three modes, recall in its three modes, approvals, run logs and their verification,
+in its three modes, recall in its three modes, conversations' messages, approvals, run logs
+and their verification,
 subject access exports, audit) and each answer is compared with what the Python references
 of the seed (`tests/oracles.py`) and DESIGN rule 3 allow: only current, approved, unexpired
 revisions, of facts the guard lets through, nothing about a held person, nothing of another
@@ -80,6 +81,7 @@ AUDITED = {
     ("GET", "fact-links"),
     ("POST", "fact-links"),
     ("POST", "facts-search"),
+    ("GET", "conversation-messages"),
     ("POST", "conversation-messages"),
     ("POST", "recall"),
     ("POST", "remember"),
@@ -1537,6 +1539,31 @@ class E2E:
                 )
             self.compare(route, cred, universe, want, got)
 
+    def read_conversations(self, cred: Cred) -> None:
+        """A conversation's messages read back in order (every role, tool messages too), by
+        whoever may recall it (`isRecallReadableBy`, no hold); a 404 for anyone else."""
+        t = cred.tenant
+        other = next(x for x in self.tenants if x is not t)
+        mine = [c for c in t.convs.values() if t.recallable(c, cred.readers)]
+        not_mine = [c for c in t.convs.values() if c not in mine]
+        convs = self.rng.sample(mine, min(3, len(mine)))
+        convs += self.rng.sample(not_mine, min(2, len(not_mine)))
+        # another tenant's, by an id this tenant does not use (ids are per tenant)
+        theirs = [c for c in other.convs.values() if c.thread not in t.convs]
+        convs += self.rng.sample(theirs, min(1, len(theirs)))
+        for conv in convs:
+            path = f"/v1/conversations/{conv.thread}/messages"
+            response = self.call(cred, "GET", "conversation-messages", path, {"limit": 200})
+            if conv not in mine:
+                self.not_found("messages", cred, response, f"reads conversation {conv.thread}")
+                self.pairs["messages"] += max(len(conv.messages) - 1, 0)
+                continue
+            if not self.status("messages", cred, response, 200, f"reads {conv.thread}"):
+                continue
+            got = {m["sequence"]: (m["role"], m["text"]) for m in response.json()["messages"]}
+            want = {seq: (role, text) for seq, role, text in conv.messages}
+            self.compare("messages", cred, max(len(conv.messages), 1), want, got)
+
     def read_run_logs(self, cred: Cred) -> None:
         t = cred.tenant
         other = next(x for x in self.tenants if x is not t)
@@ -1636,6 +1663,7 @@ class E2E:
         self.read_links(cred)
         self.read_search(cred)
         self.read_recall(cred)
+        self.read_conversations(cred)
         self.read_run_logs(cred)
         self.read_approvals(cred)
         if not (cred.kind == "admin" or cred.officer):

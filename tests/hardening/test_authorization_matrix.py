@@ -168,6 +168,18 @@ CALLS: dict[tuple[str, str], Call] = {
         f"/v1/facts/{w.fact_id}/links",
         {"target": w.other_fact_id, "type": "related"},
     ),
+    ("v1/conversations/<str:conversation_id>/messages", "get"): lambda w: (
+        f"/v1/conversations/{w.conversation_id}/messages",
+        None,
+    ),
+    ("v1/conversations/<str:conversation_id>/messages", "delete"): lambda w: (
+        f"/v1/conversations/{w.conversation_id}/messages",
+        None,
+    ),
+    ("v1/conversations/<str:conversation_id>/messages/<int:sequence>", "delete"): lambda w: (
+        f"/v1/conversations/{w.conversation_id}/messages/1",
+        None,
+    ),
     ("v1/conversations/<str:conversation_id>/messages", "post"): lambda w: (
         f"/v1/conversations/{w.conversation_id}/messages",
         {"messages": [{"role": "user", "text": "again"}]},
@@ -258,8 +270,14 @@ expect("v1/facts/<str:fact_id>/supersede", "post",         [201, 404, 201, 201, 
 expect("v1/facts/<str:fact_id>/verify", "post",            [201, 404, 403, 403, 404, 404, 401, 404])
 expect("v1/facts/<str:fact_id>/links", "get",              [200, 404, 200, 200, 404, 404, 401, 404])
 expect("v1/facts/<str:fact_id>/links", "post",             [201, 404, 201, 201, 404, 404, 401, 404])
+expect("v1/conversations/<str:conversation_id>/messages", "get",
+                                                           [200, 404, 200, 200, 404, 404, 401, 404])
 expect("v1/conversations/<str:conversation_id>/messages", "post",
                                                            [403, 403, 201, 201, 403, 403, 401, 403])
+expect("v1/conversations/<str:conversation_id>/messages", "delete",
+                                                           [403, 404, 200, 200, 404, 404, 401, 404])
+expect("v1/conversations/<str:conversation_id>/messages/<int:sequence>", "delete",
+                                                           [403, 404, 200, 200, 404, 404, 401, 404])
 expect("v1/recall", "post",                                [200, 200, 200, 200, 200, 200, 401, 200])
 expect("v1/runs/<uuid:run_id>/log", "get",                 [200, 404, 200, 200, 404, 404, 401, 404])
 expect("v1/runs/<uuid:run_id>/log", "post",                [201, 404, 201, 201, 404, 404, 401, 404])

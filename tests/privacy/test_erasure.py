@@ -71,6 +71,32 @@ def test_erasing_a_participant_leaves_no_residue_and_keeps_the_other_person(worl
     assert done.total_estimate == sum(receipt["counts_by_kind"].values())
 
 
+def test_messages_data_and_a_cleared_conversation_are_erased_too(world):
+    from recall.services import ConversationStart, NewMessage, conversation_append, messages_delete
+    from tests import factories
+
+    # given an agent framework's session of alice's: items kept as data, and a second
+    # conversation of hers that was cleared (empty, but naming her)
+    person = "participant-alice-data"
+    for thread in ("t-data-1", "t-data-2"):
+        run = factories.run_create(
+            world.app, world.project, participant_id=person, thread_id=thread
+        )
+        conversation_append(
+            principal=run.principal,
+            conversation_id=thread,
+            messages=[NewMessage("tool", "function_call track", {"args": "zqdata-secret"})],
+            start=ConversationStart(),
+        )
+    messages_delete(principal=run.principal, conversation_id="t-data-2")
+    # when she is erased
+    done = erasure_run(erasure_id=_start(world, "participant", person).id)
+    # then neither conversation nor anything their data held is left
+    assert done.status == RequestStatus.COMPLETED
+    assert residue_scan([person, "zqdata-secret"]) == []
+    assert not Conversation.objects.filter(participant_id=person).exists()
+
+
 def test_a_revision_under_legal_hold_is_kept_and_listed_in_the_receipt(world):
     # given a person with a fact, one revision of which is under legal hold
     alice = plant_person(world, "participant-held", "zqheld", facts=1, messages=0, entries=0)

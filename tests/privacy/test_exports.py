@@ -35,6 +35,24 @@ def _export(world, participant_id: str):  # type: ignore[no-untyped-def]
     return request
 
 
+def test_a_messages_data_is_exported_with_it(world):
+    from recall.services import ConversationStart, NewMessage, conversation_append
+
+    # given a message written with data (an agent framework's item)
+    run = factories.run_create(world.app, world.project, participant_id="p-data", thread_id="t-d")
+    conversation_append(
+        principal=run.principal,
+        conversation_id="t-d",
+        messages=[NewMessage("agent", "hi", {"type": "message", "id": "msg_1"})],
+        start=ConversationStart(),
+    )
+    # when the person's export is built, then the message is there with its data
+    [conversation] = _export(world, "p-data").export_json["conversations"]
+    assert [(m["text"], m["data"]) for m in conversation["messages"]] == [
+        ("hi", {"type": "message", "id": "msg_1"})
+    ]
+
+
 def test_the_export_holds_everything_about_the_person_and_nothing_about_anyone_else(world):
     # given alice with facts, messages and log entries, and somebody having read her facts
     alice = plant_person(world, "participant-alice-x", "zqxalice", facts=2, messages=3, entries=2)

@@ -45,7 +45,10 @@ from kindmem_client.types import (
     LogEntry,
     LogPage,
     LogVerify,
+    MessageDelete,
     MessageInput,
+    MessageList,
+    MessagesClear,
     Recall,
     Remember,
     RetentionInput,
@@ -219,6 +222,7 @@ class AsyncClient:
         self,
         *,
         type: str | None = None,
+        key: str | None = None,
         org_id: Id | None = None,
         project_id: Id | None = None,
         user_id: Id | None = None,
@@ -234,6 +238,7 @@ class AsyncClient:
         """One page of the facts the credential may read, newest first; `next_cursor` pages."""
         params = query_params(
             type=type,
+            key=key,
             org_id=org_id,
             project_id=project_id,
             user_id=user_id,
@@ -252,6 +257,7 @@ class AsyncClient:
         self,
         *,
         type: str | None = None,
+        key: str | None = None,
         org_id: Id | None = None,
         project_id: Id | None = None,
         user_id: Id | None = None,
@@ -268,6 +274,7 @@ class AsyncClient:
         while True:
             page = await self.list_facts(
                 type=type,
+                key=key,
                 org_id=org_id,
                 project_id=project_id,
                 user_id=user_id,
@@ -491,6 +498,29 @@ class AsyncClient:
         )
         path = f"/v1/conversations/{segment(conversation_id)}/messages"
         return cast(Append, await self._json("POST", path, json=payload))
+
+    async def list_messages(
+        self,
+        conversation_id: str,
+        *,
+        before_sequence: int | None = None,
+        limit: int | None = None,
+    ) -> MessageList:
+        """The newest `limit` messages of a conversation (before `before_sequence`), oldest
+        first, with their `data`; `next_before_sequence` pages to older ones."""
+        path = f"/v1/conversations/{segment(conversation_id)}/messages"
+        params = query_params(before_sequence=before_sequence, limit=limit)
+        return cast(MessageList, await self._json("GET", path, params=params))
+
+    async def delete_message(self, conversation_id: str, sequence: int) -> MessageDelete:
+        """Delete one message of a conversation; the answer carries it."""
+        path = f"/v1/conversations/{segment(conversation_id)}/messages/{int(sequence)}"
+        return cast(MessageDelete, await self._json("DELETE", path))
+
+    async def clear_messages(self, conversation_id: str) -> MessagesClear:
+        """Delete every message of a conversation (it stays, its sequences go on)."""
+        path = f"/v1/conversations/{segment(conversation_id)}/messages"
+        return cast(MessagesClear, await self._json("DELETE", path))
 
     async def recall(
         self,

@@ -44,7 +44,10 @@ from kindmem_client.types import (
     LogEntry,
     LogPage,
     LogVerify,
+    MessageDelete,
     MessageInput,
+    MessageList,
+    MessagesClear,
     Recall,
     Remember,
     RetentionInput,
@@ -218,6 +221,7 @@ class Client:
         self,
         *,
         type: str | None = None,
+        key: str | None = None,
         org_id: Id | None = None,
         project_id: Id | None = None,
         user_id: Id | None = None,
@@ -233,6 +237,7 @@ class Client:
         """One page of the facts the credential may read, newest first; `next_cursor` pages."""
         params = query_params(
             type=type,
+            key=key,
             org_id=org_id,
             project_id=project_id,
             user_id=user_id,
@@ -251,6 +256,7 @@ class Client:
         self,
         *,
         type: str | None = None,
+        key: str | None = None,
         org_id: Id | None = None,
         project_id: Id | None = None,
         user_id: Id | None = None,
@@ -267,6 +273,7 @@ class Client:
         while True:
             page = self.list_facts(
                 type=type,
+                key=key,
                 org_id=org_id,
                 project_id=project_id,
                 user_id=user_id,
@@ -486,6 +493,29 @@ class Client:
         )
         path = f"/v1/conversations/{segment(conversation_id)}/messages"
         return cast(Append, self._json("POST", path, json=payload))
+
+    def list_messages(
+        self,
+        conversation_id: str,
+        *,
+        before_sequence: int | None = None,
+        limit: int | None = None,
+    ) -> MessageList:
+        """The newest `limit` messages of a conversation (before `before_sequence`), oldest
+        first, with their `data`; `next_before_sequence` pages to older ones."""
+        path = f"/v1/conversations/{segment(conversation_id)}/messages"
+        params = query_params(before_sequence=before_sequence, limit=limit)
+        return cast(MessageList, self._json("GET", path, params=params))
+
+    def delete_message(self, conversation_id: str, sequence: int) -> MessageDelete:
+        """Delete one message of a conversation; the answer carries it."""
+        path = f"/v1/conversations/{segment(conversation_id)}/messages/{int(sequence)}"
+        return cast(MessageDelete, self._json("DELETE", path))
+
+    def clear_messages(self, conversation_id: str) -> MessagesClear:
+        """Delete every message of a conversation (it stays, its sequences go on)."""
+        path = f"/v1/conversations/{segment(conversation_id)}/messages"
+        return cast(MessagesClear, self._json("DELETE", path))
 
     def recall(
         self,

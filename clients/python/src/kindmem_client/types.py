@@ -47,7 +47,11 @@ __all__ = [
     "LogEntry",
     "LogPage",
     "LogVerify",
+    "Message",
+    "MessageDelete",
     "MessageInput",
+    "MessageList",
+    "MessagesClear",
     "Neighbour",
     "PhaseEnum",
     "Reached",
@@ -451,9 +455,34 @@ class LogVerify(TypedDict):
     unverifiable_sequences: list[int]
 
 
+class Message(TypedDict):
+    sequence: int
+    role: str
+    text: str
+    data: Any
+    created_at: str
+
+
+class MessageDelete(TypedDict):
+    conversation_id: str
+    message: Message
+
+
 class MessageInput(TypedDict):
     role: RoleEnum
     text: str
+    data: NotRequired[Any]
+
+
+class MessageList(TypedDict):
+    conversation_id: str
+    messages: list[Message]
+    next_before_sequence: int | None
+
+
+class MessagesClear(TypedDict):
+    conversation_id: str
+    deleted: int
 
 
 class Neighbour(TypedDict):
