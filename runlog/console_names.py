@@ -1,0 +1,50 @@
+"""The console's names for runs and run log entries (`kindmem.console_names`): a run by its
+agent, an entry by its place in its run, each a link to the run's log timeline."""
+
+from __future__ import annotations
+
+from django.http import HttpRequest
+from django.urls import reverse
+
+from kindmem.console import console_scope
+from kindmem.console_names import Key, Named, may_view, register, uuids
+from kindmem.models import Run
+from runlog.models import LogEntry
+
+
+def _timeline(request: HttpRequest, run_id: object, sequence: int | None = None) -> str:
+    if not may_view(request, LogEntry):
+        return ""
+    url = reverse("admin:runlog_logentry_timeline", args=[run_id])
+    return f"{url}#entry-{sequence}" if sequence is not None else url
+
+
+def run_label(run: Run) -> str:
+    agent = run.agent
+    return f"a run of {agent.name or agent.agent_id} ({run.created_at:%d %b %Y %H:%M})"
+
+
+@register("run")
+def _runs(request: HttpRequest, keys: set[Key]) -> dict[Key, Named]:
+    wanted = uuids(keys)
+    found = console_scope(request, Run.objects.filter(pk__in=wanted).select_related("agent"))
+    return {
+        wanted[run.pk]: Named(run_label(run), _timeline(request, run.pk), str(run.pk))
+        for run in found
+    }
+
+
+@register("log")
+def _entries(request: HttpRequest, keys: set[Key]) -> dict[Key, Named]:
+    wanted = uuids(keys)
+    found = console_scope(
+        request, LogEntry.objects.filter(pk__in=wanted).select_related("run__agent")
+    ).only("id", "run_id", "sequence", "kind", "run__agent__agent_id", "run__agent__name")
+    return {
+        wanted[entry.pk]: Named(
+            f"#{entry.sequence} {entry.kind} of {entry.run.agent.name or entry.run.agent.agent_id}",
+            _timeline(request, entry.run_id, entry.sequence),
+            str(entry.pk),
+        )
+        for entry in found
+    }

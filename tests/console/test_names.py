@@ -1,0 +1,95 @@
+"""Names, not ids (kindmem/console_names.py): what a console page names is looked up once per
+kind for the whole page, from the staff member's tenant only, and linked to its page only
+where their role opens it."""
+
+from __future__ import annotations
+
+import pytest
+from django.db import connection
+from django.test import RequestFactory
+from django.test.utils import CaptureQueriesContext
+from django.urls import reverse
+
+from kindmem.console import principal_names
+from kindmem.console_names import Names, principal_parts
+from tests import factories
+from tests.console.conftest import staff_create
+
+pytestmark = pytest.mark.django_db
+
+
+def request_of(user: object) -> object:
+    request = RequestFactory().get("/console/")
+    request.user = user
+    return request
+
+
+def test_principal_strings_name_what_they_may_be() -> None:
+    assert principal_parts("staff:u-1") == [("person", "user:u-1")]
+    assert principal_parts("user:u-1") == [("person", "user:u-1"), ("key", "u-1")]
+    assert principal_parts("service:app:k-1") == [("key", "k-1")]
+    assert principal_parts("admin:k-1") == [("key", "k-1")]
+    assert principal_parts("agent:support-bot") == [("agent", "support-bot")]
+    assert principal_parts("run:r-1") == [("run", "r-1")]
+    assert principal_parts("expiry-sweep") == []
+    assert principal_parts("policy:cap-cull") == []
+
+
+def test_a_page_of_many_principals_costs_one_query_per_kind(world) -> None:
+    # given ten people, ten keys and ten runs a page names
+    users = [factories.user_create(world.tenant) for _ in range(10)]
+    keys = [factories.admin_key_create(world.tenant).key for _ in range(10)]
+    runs = [factories.run_create(world.app, world.project).run for _ in range(10)]
+    principals = [
+        *(f"staff:{u.pk}" for u in users),
+        *(f"admin:{k.pk}" for k in keys),
+        *(f"run:{r.pk}" for r in runs),
+    ]
+    names = Names(request_of(staff_create(world, "names", "superuser")))
+    names.want_all("principal", principals)
+    # when the page shows each of them
+    with CaptureQueriesContext(connection) as queries:
+        shown = [names.link("principal", p) for p in principals]
+        again = [names.link("principal", p) for p in principals]
+    # then each kind was looked up once: people, keys, runs (and their agents with them)
+    assert len(queries) == 3
+    assert shown == again
+    assert all(u.username in link for u, link in zip(users, shown[:10], strict=True))
+    assert 'title="staff:' in shown[0]
+
+
+def test_another_tenants_rows_and_garbage_are_shown_as_the_ids_they_are(world, other_world):
+    # given staff of tenant A, and a user and a key of tenant B
+    stranger = factories.user_create(other_world.tenant)
+    names = Names(request_of(staff_create(world, "names", "superuser")))
+    values = [f"staff:{stranger.pk}", f"app:{other_world.app.key.pk}", "run:not-a-uuid", "erased"]
+    names.want_all("principal", values)
+    # then none is named: each is its own string, as text, no link
+    for value in values:
+        link = names.link("principal", value)
+        assert stranger.username not in link
+        assert "href" not in link
+        assert f">{value}<" in link
+    assert principal_names(names.request, values) == {}
+
+
+def test_names_link_only_to_the_pages_the_staff_members_role_opens(world):
+    # given a run of the agent, and a reviewer (who opens no run log, agent or key page)
+    minted = factories.run_create(world.app, world.project, agent=world.agent)
+    reviewer = staff_create(world, "names", "reviewer")
+    superuser = staff_create(world, "names", "superuser")
+    for user, linked in ((reviewer, False), (superuser, True)):
+        names = Names(request_of(user), tenant_id=world.tenant.id)
+        run = names.link("run", minted.run.pk)
+        agent = names.link("principal", f"agent:{world.agent.agent_id}")
+        key = names.link("principal", f"service:app:{world.app.key.pk}")
+        person = names.link("person", "participant:participant-1")
+        # then each is named, and linked where the role opens the page
+        assert "a run of support-bot" in run
+        assert ">support-bot<" in agent
+        assert "app (app key)" in key
+        timeline = reverse("admin:runlog_logentry_timeline", args=[minted.run.pk])
+        assert (timeline in run) is linked
+        assert (reverse("admin:kindmem_agent_change", args=[world.agent.pk]) in agent) is linked
+        assert ("href" in key) is linked
+        assert f"{reverse('admin:privacy_person')}?subject=participant%3Aparticipant-1" in person
