@@ -42,6 +42,9 @@ class RevisionRow:
     diff: WordDiff | None
     previous_version: int | None
     subjects: list[str]
+    # Whom it is about, where that changed from the version before (or, for the first,
+    # where it names someone besides the scope's person): said once, not on every revision.
+    subjects_shown: list[str] = field(default_factory=list)
 
     @property
     def written_by(self) -> str:
@@ -120,6 +123,13 @@ class FactPage:
         return list(found)
 
     @property
+    def also_about(self) -> list[str]:
+        """Whom the current revision is about besides the person its scope names."""
+        current = self.current
+        scoped = _scope_persons(self.fact)
+        return [s for s in current.subjects if s not in scoped] if current else []
+
+    @property
     def scope(self) -> list[tuple[str, str, Any]]:
         """Where the fact lives: (what, kind of name or "" for plain text, value), for the
         containers it names."""
@@ -142,6 +152,10 @@ class FactPage:
     @property
     def shown_ids(self) -> list[str]:
         return [str(self.fact.pk), *(str(row.revision.pk) for row in self.rows)]
+
+
+def _scope_persons(fact: Fact) -> set[str]:
+    return {f"participant:{fact.participant_id}", f"user:{fact.user_id}"}
 
 
 def fact_page(request: HttpRequest, fact: Fact) -> FactPage:
@@ -195,6 +209,11 @@ def fact_page(request: HttpRequest, fact: Fact) -> FactPage:
         )
         for row in page.links:
             row.says = says.get(row.other.pk, "")
+    scoped = _scope_persons(fact)
+    for index, row in enumerate(page.rows):
+        older = page.rows[index + 1].subjects if index + 1 < len(page.rows) else None
+        if row.subjects != older and (older is not None or set(row.subjects) - scoped):
+            row.subjects_shown = row.subjects
     _want_names(request, page)
     return page
 
