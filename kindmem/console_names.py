@@ -32,6 +32,7 @@ from django.urls import reverse
 from django.utils.html import format_html
 
 from kindmem.console import console_scope
+from kindmem.models import Agent, ApiKey, Project
 
 # A value to look up, and for a kind registered `by_tenant` the tenant it is of (an agent's own
 # id is unique only within one); None for every other kind.
@@ -209,24 +210,26 @@ def principal_parts(principal: str) -> list[tuple[str, str]]:
 # --- kindmem's own rows ------------------------------------------------------------------
 
 
+def key_label(key: ApiKey) -> str:
+    """A key by its name and kind; a Kindgi user's by its user."""
+    if key.user_id is not None:
+        return f"{key.user.get_username()} (key {key.name})"
+    return f"{key.name} ({key.kind} key)"
+
+
 @register("key")
 def _keys(request: HttpRequest, keys: set[Key]) -> dict[Key, Named]:
-    from kindmem.models import ApiKey
-
     wanted = uuids(keys)
-    found = console_scope(request, ApiKey.objects.filter(pk__in=wanted)).only(
-        "id", "tenant_id", "name", "kind"
+    found = (
+        console_scope(request, ApiKey.objects.filter(pk__in=wanted))
+        .select_related("user")
+        .only("id", "tenant_id", "name", "kind", "user__username")
     )
-    return {
-        wanted[k.pk]: Named(f"{k.name} ({k.kind} key)", change_url(request, k), str(k.pk))
-        for k in found
-    }
+    return {wanted[k.pk]: Named(key_label(k), change_url(request, k), str(k.pk)) for k in found}
 
 
 @register("project")
 def _projects(request: HttpRequest, keys: set[Key]) -> dict[Key, Named]:
-    from kindmem.models import Project
-
     wanted = uuids(keys)
     found = console_scope(request, Project.objects.filter(pk__in=wanted)).only(
         "id", "tenant_id", "name"
@@ -239,8 +242,6 @@ def _agents(request: HttpRequest, keys: set[Key]) -> dict[Key, Named]:
     """An agent by its own id ("support-bot"), unique within a tenant: its name if it has
     one. Without a tenant (platform staff on a page of several), an id two tenants use names
     neither."""
-    from kindmem.models import Agent
-
     found = console_scope(request, Agent.objects.filter(agent_id__in={v for v, _ in keys})).only(
         "id", "tenant_id", "agent_id", "name"
     )

@@ -72,3 +72,31 @@ def test_a_fact_page_that_is_not_shown_reads_nothing_and_records_nothing(api, wo
         assert client.get(reverse("admin:facts_fact_change", args=[fact_id])).status_code == 404
     # then no read of anyone is on record
     assert not AuditEvent.objects.filter(principal_kind="console").exists()
+
+
+def test_reading_a_runs_log_is_in_the_persons_access_export_and_names_who_it_is_for(api, world):
+    # given a run for participant p-ada, with a log, and a superuser of the tenant
+    history = fact_history_plant(api, world, changes=1)
+    staff = staff_create(world, "audit", "superuser")
+    client = Client()
+    client.force_login(staff)
+    # when they open the run's log
+    timeline = reverse("admin:runlog_logentry_timeline", args=[history.run.pk])
+    html = client.get(timeline).content.decode()
+    # then the run is named by its agent, the person and project by name, linked
+    summary = html.split('id="run-summary"')[1].split("</p>")[0]
+    assert "Support Bot" in summary
+    assert ">p-ada<" in summary
+    assert f">{world.project.name}<" in summary
+    # and the reading is on record, in her export
+    [event] = AuditEvent.objects.filter(kind="log", principal=f"staff:{staff.pk}")
+    assert event.subjects == ["participant:p-ada"]
+    assert event.endpoint == "GET console run-log"
+    accesses = export_of(world, "p-ada")["accesses"]
+    assert [a["endpoint"] for a in accesses if a["principal"] == f"staff:{staff.pk}"] == [
+        "GET console run-log"
+    ]
+    # and an entry's own page is its place in the timeline
+    entry = history.entries[1]
+    answer = client.get(reverse("admin:runlog_logentry_change", args=[entry.pk]))
+    assert answer["Location"] == f"{timeline}#entry-{entry.sequence}"

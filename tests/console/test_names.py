@@ -4,16 +4,18 @@ where their role opens it."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from django.db import connection
-from django.test import RequestFactory
+from django.test import Client, RequestFactory
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from kindmem.console import principal_names
 from kindmem.console_names import Names, principal_parts
 from tests import factories
-from tests.console.conftest import staff_create
+from tests.console.conftest import fact_history_plant, staff_create
 
 pytestmark = pytest.mark.django_db
 
@@ -93,3 +95,52 @@ def test_names_link_only_to_the_pages_the_staff_members_role_opens(world):
         assert (reverse("admin:kindmem_agent_change", args=[world.agent.pk]) in agent) is linked
         assert ("href" in key) is linked
         assert f"{reverse('admin:privacy_person')}?subject=participant%3Aparticipant-1" in person
+
+
+# The console's lists of rows that name someone or something: each shows names, and costs the
+# same queries for a page of two rows as for a page of twenty.
+NAMING_LISTS = [
+    "facts_fact",
+    "facts_revision",
+    "facts_subject",
+    "facts_link",
+    "audit_auditevent",
+    "runlog_logentry",
+    "kindmem_run",
+]
+
+
+def list_queries(client: Client, name: str) -> tuple[int, str]:
+    with CaptureQueriesContext(connection) as queries:
+        response = client.get(reverse(f"admin:{name}_changelist"))
+    assert response.status_code == 200, name
+    return len(queries), response.content.decode()
+
+
+def test_the_lists_name_their_rows_in_the_same_queries_for_few_rows_and_many(api, world):
+    # given a short fact history, and a reviewer who opened its page
+    few = fact_history_plant(api, world, changes=1, links=1, participant="p-few")
+    client = Client()
+    client.force_login(staff_create(world, "lists", "superuser"))
+    client.get(reverse("admin:facts_fact_change", args=[few.fact_id]))
+    for name in NAMING_LISTS:  # the session, content types and permissions, cached
+        client.get(reverse(f"admin:{name}_changelist"))
+    costs = {name: list_queries(client, name)[0] for name in NAMING_LISTS}
+    # when there are many more rows of each, written by the same kinds of principals
+    many = fact_history_plant(api, world, changes=10, links=6, participant="p-many")
+    client.get(reverse("admin:facts_fact_change", args=[many.fact_id]))
+    # then every list costs what it cost, and names its rows
+    pages = {}
+    for name in NAMING_LISTS:
+        count, pages[name] = list_queries(client, name)
+        assert count == costs[name], name
+    assert ">Support Bot<" in pages["facts_revision"]
+    assert f">{many.reviewer.username}<" in pages["facts_revision"]
+    assert ">app (app key)<" in pages["facts_link"]
+    assert 'title="staff:' in pages["audit_auditevent"]
+    assert f">{many.reviewer.username} (key u)<" in pages["audit_auditevent"]
+    assert "a run of Support Bot" in pages["runlog_logentry"]
+    for name, html in pages.items():
+        text = re.sub(r"<[^>]+>", " ", html)
+        for an_id in (many.reviewer.pk, many.run.pk, world.app.key.pk):
+            assert str(an_id) not in text, (name, an_id)
