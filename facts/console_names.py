@@ -26,7 +26,12 @@ def fact_url(request: HttpRequest, fact_id: object, version: int | None = None) 
 def _facts(request: HttpRequest, keys: set[Key]) -> dict[Key, Named]:
     wanted = uuids(keys)
     found = console_scope(request, Fact.objects.filter(pk__in=wanted)).only("id", "type", "key")
-    return {wanted[f.pk]: Named(fact_label(f), fact_url(request, f.pk), str(f.pk)) for f in found}
+    return {wanted[f.pk]: fact_named(request, f) for f in found}
+
+
+def fact_named(request: HttpRequest, fact: Fact) -> Named:
+    """A fact already loaded, named without a lookup."""
+    return Named(fact_label(fact), fact_url(request, fact.pk), str(fact.pk))
 
 
 @register("revision")

@@ -21,7 +21,7 @@ from django.db.models import Q
 from django.http import HttpRequest
 from django.utils import timezone
 
-from facts.console_names import fact_label, fact_url
+from facts.console_names import fact_named
 from facts.models import Fact, Link, Revision
 from facts.revision_diff import WordDiff, revision_text, word_diff
 from kindmem.console import readable_content
@@ -234,8 +234,5 @@ def _want_names(request: HttpRequest, page: FactPage) -> None:
             names.want("run", revision.generated_by_run_id)
     for row in page.links:
         # The other fact is loaded with the link: named from it, linked without a query.
-        other = row.other
-        names.add(
-            "fact", other.pk, Named(fact_label(other), fact_url(request, other.pk), str(other.pk))
-        )
+        names.add("fact", row.other.pk, fact_named(request, row.other))
         names.want("principal", row.link.created_by)

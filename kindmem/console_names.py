@@ -13,8 +13,8 @@ entries) without importing it, and the console's one naming rule lives here.
 
 Kinds registered here: `principal` (the strings of the audit stream and of the provenance
 columns, split into the kinds below), `key`, `project` and `agent`. Others: `person` (privacy),
-`run` and `log` (runlog), `fact` and `revision` (facts), `approval` and `revision-approval`
-(approvals).
+`run` and `log` (runlog), `fact` and `revision` (facts), `conversation` (recall), `approval`
+and `revision-approval` (approvals).
 """
 
 from __future__ import annotations
@@ -234,7 +234,15 @@ def _projects(request: HttpRequest, keys: set[Key]) -> dict[Key, Named]:
     found = console_scope(request, Project.objects.filter(pk__in=wanted)).only(
         "id", "tenant_id", "name"
     )
-    return {wanted[p.pk]: Named(p.name, change_url(request, p), str(p.pk)) for p in found}
+    return {wanted[p.pk]: project_named(request, p) for p in found}
+
+
+def project_named(request: HttpRequest, project: Project) -> Named:
+    return Named(project.name, change_url(request, project), str(project.pk))
+
+
+def agent_named(request: HttpRequest, agent: Agent) -> Named:
+    return Named(agent.name or agent.agent_id, change_url(request, agent), agent.agent_id)
 
 
 @register("agent", by_tenant=True)
@@ -252,8 +260,5 @@ def _agents(request: HttpRequest, keys: set[Key]) -> dict[Key, Named]:
     for value, tenant in keys:
         matches = [a for a in by_id.get(value, []) if tenant is None or str(a.tenant_id) == tenant]
         if len(matches) == 1:
-            agent = matches[0]
-            named[(value, tenant)] = Named(
-                agent.name or agent.agent_id, change_url(request, agent), agent.agent_id
-            )
+            named[(value, tenant)] = agent_named(request, matches[0])
     return named

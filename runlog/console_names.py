@@ -12,7 +12,8 @@ from kindmem.models import Run
 from runlog.models import LogEntry
 
 
-def _timeline(request: HttpRequest, run_id: object, sequence: int | None = None) -> str:
+def timeline_url(request: HttpRequest, run_id: object, sequence: int | None = None) -> str:
+    """The run's log (at an entry), if the staff member may open it; "" otherwise."""
     if not may_view(request, LogEntry):
         return ""
     url = reverse("admin:runlog_logentry_timeline", args=[run_id])
@@ -28,10 +29,12 @@ def run_label(run: Run) -> str:
 def _runs(request: HttpRequest, keys: set[Key]) -> dict[Key, Named]:
     wanted = uuids(keys)
     found = console_scope(request, Run.objects.filter(pk__in=wanted).select_related("agent"))
-    return {
-        wanted[run.pk]: Named(run_label(run), _timeline(request, run.pk), str(run.pk))
-        for run in found
-    }
+    return {wanted[run.pk]: run_named(request, run) for run in found}
+
+
+def run_named(request: HttpRequest, run: Run) -> Named:
+    """A run loaded with its agent, named without a lookup."""
+    return Named(run_label(run), timeline_url(request, run.pk), str(run.pk))
 
 
 @register("log")
@@ -40,11 +43,14 @@ def _entries(request: HttpRequest, keys: set[Key]) -> dict[Key, Named]:
     found = console_scope(
         request, LogEntry.objects.filter(pk__in=wanted).select_related("run__agent")
     ).only("id", "run_id", "sequence", "kind", "run__agent__agent_id", "run__agent__name")
-    return {
-        wanted[entry.pk]: Named(
-            f"#{entry.sequence} {entry.kind} of {entry.run.agent.name or entry.run.agent.agent_id}",
-            _timeline(request, entry.run_id, entry.sequence),
-            str(entry.pk),
-        )
-        for entry in found
-    }
+    return {wanted[entry.pk]: entry_named(request, entry) for entry in found}
+
+
+def entry_named(request: HttpRequest, entry: LogEntry) -> Named:
+    """An entry loaded with its run's agent, named without a lookup."""
+    agent = entry.run.agent
+    return Named(
+        f"#{entry.sequence} {entry.kind} of {agent.name or agent.agent_id}",
+        timeline_url(request, entry.run_id, entry.sequence),
+        str(entry.pk),
+    )

@@ -144,3 +144,33 @@ def test_the_lists_name_their_rows_in_the_same_queries_for_few_rows_and_many(api
         text = re.sub(r"<[^>]+>", " ", html)
         for an_id in (many.reviewer.pk, many.run.pk, world.app.key.pk):
             assert str(an_id) not in text, (name, an_id)
+
+
+def test_the_person_page_names_who_read_decided_and_ran_with_links(api, world):
+    # given p-ada's fact history, whose page a reviewer opened
+    history = fact_history_plant(api, world, changes=1, links=1)
+    reviewer = Client()
+    reviewer.force_login(history.reviewer)
+    reviewer.get(reverse("admin:facts_fact_change", args=[history.fact_id]))
+    officer = Client()
+    officer.force_login(staff_create(world, "names", "superuser"))
+    # when staff open her person page
+    html = officer.get(
+        f"{reverse('admin:privacy_person')}?subject=participant:p-ada"
+    ).content.decode()
+    # then who read her data and who decided are named, linked to their own pages
+    reads = html.split('id="person-reads"')[1].split("</section>")[0]
+    reviewer_page = f"{reverse('admin:privacy_person')}?subject=user%3A{history.reviewer.pk}"
+    assert f'href="{reviewer_page}' in reads
+    assert f">{history.reviewer.username}<" in reads
+    decided = html.split('id="person-approvals"')[1].split("</section>")[0]
+    assert f">{history.reviewer.username}<" in decided
+    # and her facts, runs, agents and projects are named and linked too
+    assert f'href="{reverse("admin:facts_fact_change", args=[history.fact_id])}"' in html
+    runs = html.split('id="person-runs"')[1].split("</section>")[0]
+    assert reverse("admin:runlog_logentry_timeline", args=[history.run.pk]) in runs
+    assert "a run of Support Bot" in runs
+    assert reverse("admin:kindmem_project_change", args=[world.project.pk]) in runs
+    text = re.sub(r"<[^>]+>", " ", html)
+    for an_id in (history.reviewer.pk, history.run.pk, world.project.pk):
+        assert str(an_id) not in text
