@@ -137,6 +137,7 @@ class RevisionAdmin(ReadOnlyAdmin):
     list_filter = ["tenant", "trust", "invalidation_reason", "review", "embedding_state"]
     search_fields = ["=id", "=fact__id", "=subjects__subject_id", "=attributed_id"]
     list_select_related = ["fact", "tenant"]
+    ordering = ["-created_at", "id"]
 
     def get_queryset(self, request: HttpRequest) -> Any:
         return super().get_queryset(request).defer("embedding", "search_text")

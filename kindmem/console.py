@@ -34,7 +34,6 @@ from django.contrib.admin.utils import (
 )
 from django.db.models import Model, QuerySet
 from django.http import Http404, HttpRequest
-from django.utils.html import format_html
 
 from kindmem.models import Tenant
 from kindmem.row_security import ALL_TENANTS, console_tenant
@@ -274,16 +273,15 @@ def person_url(kind: str, subject_id: str, tenant_id: Any = None) -> str:
 
 
 def person_link(kind: str, subject_id: Any, tenant_id: Any = None, label: str = "") -> str:
-    """A person's id (or `label`) as a link to their page; "—" for no one."""
+    """A person's id (or `label`, their name where the row already holds it) as a link to
+    their page, marked up as every console name is (`kindmem.console_names.Named`); "—" for
+    no one."""
+    from kindmem.console_names import Named
+
     if subject_id in (None, ""):
         return "—"
-    return format_html(
-        '<a href="{}" class="person-link" title="{}:{}">{}</a>',
-        person_url(kind, str(subject_id), tenant_id),
-        kind,
-        subject_id,
-        label or subject_id,
-    )
+    url = person_url(kind, str(subject_id), tenant_id)
+    return Named(label or str(subject_id), url, f"{kind}:{subject_id}").html()
 
 
 def _as_text(value: Any) -> str:

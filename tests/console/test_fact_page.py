@@ -86,14 +86,17 @@ def test_trust_and_review_state_are_badges_and_each_revision_links_what_caused_i
     timeline = reverse("admin:runlog_logentry_timeline", args=[history.run.pk])
     # the fact: verified, current, and reviewed (the approval behind it, linked)
     badges = html.split('id="fact-badges"')[1].split("</div>")[0]
-    assert 'km-trust-verified">verified<' in badges
+    assert 'km-trust-verified" title="verified: a person with the right checked it">verified<' in (
+        badges
+    )
     assert 'km-state-approved">current<' in badges
     assert f'href="{approval_url}"' in badges
     assert "review: verified" in badges
     # the revision that waited: its approval; the superseded ones: how they ended
     waited = revision_item(html, 3)
     assert f'href="{approval_url}"' in waited
-    assert 'km-trust-unverified">unverified<' in waited
+    assert ">unverified<" in waited
+    assert 'title="unverified: an agent remembered it"' in waited
     assert 'km-state-ended">superseded<' in waited
     # each agent revision: its run (the run's log), and the log entry that caused it
     for version, entry in ((1, history.entries[0]), (2, history.entries[1])):
