@@ -37,8 +37,7 @@ LINKS_SHOWN = 100
 class RevisionRow:
     revision: Revision
     shown: dict[str, Any]
-    # What changed from the version before it (None for the first, or when that one is not
-    # shown and not loaded).
+    # What changed from the version before it (None for the first version).
     diff: WordDiff | None
     previous_version: int | None
     subjects: list[str]

@@ -178,7 +178,7 @@ class TenantScopedAdmin(admin.ModelAdmin):
         return changelist
 
     def _name_rows(self, request: HttpRequest, rows: Iterable[Any]) -> None:
-        from kindmem.console_names import Names
+        from kindmem.console_names import Names  # here: it imports this module
 
         rows = list(rows)
         names = Names(request)

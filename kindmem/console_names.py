@@ -169,10 +169,6 @@ class Names:
             return None
         return self._found[kind].get(self._key(kind, value, tenant_id))
 
-    def label(self, kind: str, value: Any, tenant_id: Any = None) -> str:
-        found = self.named(kind, value, tenant_id)
-        return found.label if found else str(value)
-
     def link(self, kind: str, value: Any, tenant_id: Any = None) -> str:
         """The name as a link to its page (the id on hover); the id itself, as text, when it
         names nothing this staff member may see; "—" for none."""

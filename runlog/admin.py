@@ -22,7 +22,6 @@ from kindmem.console import TenantScopedAdmin, console_scope
 from kindmem.console_names import Names
 from kindmem.models import Run
 from runlog.chain import verify_run
-from runlog.console_names import run_label
 from runlog.models import LogEntry
 
 # A timeline page shows at most this many entries (the API pages through longer logs).
@@ -130,7 +129,10 @@ class LogEntryAdmin(TenantScopedAdmin):
         context = {
             **self.admin_site.each_context(request),
             "opts": self.model._meta,
-            "title": f"Run log of {run_label(run)}",
+            "title": (
+                f"Run log of {run.agent.name or run.agent.agent_id}, "
+                f"{run.created_at:%d %b %Y %H:%M}"
+            ),
             "run": run,
             "names": names,
             "people": people,

@@ -252,3 +252,18 @@ def test_anything_not_the_staff_members_is_a_404_never_a_500(api, world, other_w
     link = Link.objects.filter(target_id=ours.fact_id).first()
     answer = client.get(reverse("admin:facts_link_change", args=[link.pk]))
     assert answer["Location"] == f"{page_url(link.source_id)}#fact-links"
+
+
+def test_a_long_history_shows_its_newest_revisions_each_still_compared(api, world, monkeypatch):
+    # given a fact of five revisions, and a page that shows three
+    monkeypatch.setattr("facts.fact_page.REVISIONS_SHOWN", 3)
+    history = fact_history_plant(api, world, changes=2, links=0)
+    html = signed_in(staff_create(world, "facts", "superuser")).get(page_url(history.fact_id))
+    html = html.content.decode()
+    # then the newest three are there, the page says how many there are in all, and the
+    # oldest shown is compared with the one before it, which is not shown
+    versions = re.findall(r'class="fact-revision[^"]*" id="revision-(\d+)"', html)
+    assert versions == ["5", "4", "3"]
+    assert "The newest 3 of 5 revisions." in html
+    assert "<del>green tea</del><ins>black coffee</ins>" in revision_item(html, 3)
+    assert "the first version" not in html

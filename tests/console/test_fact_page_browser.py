@@ -81,6 +81,8 @@ def test_staff_read_a_facts_history_as_word_diffs_with_names_not_ids(live_server
         f"#entry-{history.entries[1].sequence}"
     )
     assert "asked, step 1" in page.inner_text(f"#entry-{history.entries[1].sequence}")
+    assert "Support Bot" in page.inner_text("#run-summary")
+    screenshot(page, "fact-page-run-log")
     # and back on the fact, the approval badge opens the approval
     page.go_back()
     page.wait_for_selector("#fact-page")
