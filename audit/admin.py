@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from django.contrib import admin
 from django.utils.html import format_html_join
 
 from audit.models import AuditEvent, AuditPolicy
-from kindmem.console import TenantScopedAdmin, person_link
+from kindmem.console import TenantScopedAdmin
 
 
 @admin.register(AuditEvent)
@@ -20,8 +21,8 @@ class AuditEventAdmin(TenantScopedAdmin):
         "outcome",
         "error_code",
         "kind",
-        "principal",
-        "agent_id",
+        "who",
+        "agent",
         "endpoint",
         "about",
     ]
@@ -42,13 +43,24 @@ class AuditEventAdmin(TenantScopedAdmin):
                 return touching, False
         return super().get_search_results(request, queryset, search_term)
 
+    def names_wanted(self, event: AuditEvent) -> Iterable[tuple[str, Any]]:
+        yield ("principal", event.principal)
+        yield ("agent", event.agent_id)
+        for subject in event.subjects:
+            yield ("person", subject)
+
+    @admin.display(description="principal", ordering="principal")
+    def who(self, event: AuditEvent) -> str:
+        return self.name_link(event, "principal", event.principal)
+
+    @admin.display(description="agent", ordering="agent_id")
+    def agent(self, event: AuditEvent) -> str:
+        return self.name_link(event, "agent", event.agent_id) if event.agent_id else "—"
+
     @admin.display(description="about")
     def about(self, event: AuditEvent) -> str:
         """The people the touched rows are about, each a link to their page."""
-        links = []
-        for subject in event.subjects:
-            kind, _, subject_id = subject.partition(":")
-            links.append((person_link(kind, subject_id, event.tenant_id, subject),))
+        links = [(self.name_link(event, "person", subject),) for subject in event.subjects]
         return format_html_join(", ", "{}", links) if links else "—"
 
     def has_add_permission(self, request: Any) -> bool:

@@ -10,6 +10,7 @@ from django.contrib.auth.admin import GroupAdmin as DjangoGroupAdmin
 from django.contrib.auth.admin import UserAdmin as DjangoUserAdmin
 from django.contrib.auth.models import Group
 from django.http import HttpRequest
+from django.utils.html import format_html
 
 from kindmem import services
 from kindmem.console import TenantScopedAdmin, is_platform_staff, person_link
@@ -190,7 +191,7 @@ class ApiKeyAdmin(TenantScopedAdmin):
 @admin.register(Run)
 class RunAdmin(TenantScopedAdmin):
     list_display = [
-        "id",
+        "run",
         "agent",
         "project",
         "participant",
@@ -203,6 +204,16 @@ class RunAdmin(TenantScopedAdmin):
     search_fields = ["id", "participant_id", "thread_id", "session_id"]
     list_select_related = ["agent", "project", "user"]
     exclude = ["token_hash"]
+    ordering = ["-created_at", "id"]
+
+    @admin.display(description="run", ordering="created_at")
+    def run(self, run: Run) -> str:
+        return format_html(
+            '{} <span class="km-id" title="{}">{}</span>',
+            run.agent.name or run.agent.agent_id,
+            run.pk,
+            str(run.pk)[:8],
+        )
 
     def has_add_permission(self, request: Any) -> bool:
         return False

@@ -20,9 +20,9 @@ preselected and hidden (`confine_tenant_field`).
 
 from __future__ import annotations
 
-import uuid
+import json
 from collections.abc import Iterable
-from typing import Any, TypeVar
+from typing import Any
 from urllib.parse import urlencode
 
 from django import forms
@@ -32,50 +32,16 @@ from django.contrib.admin.utils import (
     get_model_from_relation,
     reverse_field_path,
 )
-from django.db.models import Model, QuerySet
+from django.db.models import QuerySet
 from django.http import Http404, HttpRequest
-from django.utils.html import format_html
 
+from kindmem.console_names import Named, Names
+from kindmem.console_scope import console_scope as console_scope
+from kindmem.console_scope import is_platform_staff as is_platform_staff
+from kindmem.console_scope import tenant_field as tenant_field
+from kindmem.console_scope import tenant_scope
 from kindmem.models import Tenant
-from kindmem.row_security import ALL_TENANTS, console_tenant
-
-_Rows = TypeVar("_Rows", bound=QuerySet[Any])
-
-
-def _scope(request: HttpRequest) -> str:
-    # The same answer as the row-security wall's for this session (README "Database roles").
-    return console_tenant(request.user) if request.user.is_authenticated else ""
-
-
-def console_scope(request: HttpRequest, queryset: _Rows) -> _Rows:
-    """The rows of `queryset` the signed-in console user may see: their tenant's; every
-    tenant's for platform staff; none for anyone else.
-
-    Tenants are scoped by their own id, every model with a `tenant` by it; the rest (groups,
-    permissions, worker heartbeats) belong to no tenant and are the same for everyone."""
-    scope = _scope(request)
-    if scope == ALL_TENANTS:
-        return queryset
-    if not scope:
-        return queryset.none()
-    model = queryset.model
-    if model is Tenant:
-        return queryset.filter(pk=scope)
-    if tenant_field(model) is not None:
-        return queryset.filter(tenant_id=scope)
-    return queryset
-
-
-def is_platform_staff(request: HttpRequest) -> bool:
-    return _scope(request) == ALL_TENANTS
-
-
-def tenant_field(model: type[Model]) -> Any:
-    """The model's foreign key to its tenant, if it has one."""
-    for field in model._meta.concrete_fields:
-        if field.name == "tenant" and field.is_relation and field.related_model is Tenant:
-            return field
-    return None
+from kindmem.row_security import ALL_TENANTS
 
 
 def the_only_tenant(request: HttpRequest, *, optional: bool = False) -> Any:
@@ -83,7 +49,7 @@ def the_only_tenant(request: HttpRequest, *, optional: bool = False) -> Any:
 
     A tenant staff member's is theirs. Platform staff choose, unless a single tenant exists
     and naming none is not a choice (`optional`: a user may belong to no tenant)."""
-    scope = _scope(request)
+    scope = tenant_scope(request)
     if scope and scope != ALL_TENANTS:
         return scope
     if optional or not scope:
@@ -165,7 +131,39 @@ class TenantScopedAdmin(admin.ModelAdmin):
         found = super().get_object(request, object_id, from_field)
         if found is None:
             raise Http404("No such object.")
+        self._name_rows(request, [found])
         return found
+
+    # --- names, not ids (kindmem/console_names.py) -------------------------------------
+
+    def names_wanted(self, obj: Any) -> Iterable[tuple[str, Any]]:
+        """The (kind, value) pairs this admin's columns show by name for `obj` ("principal",
+        its `requested_by`): looked up once for the page's rows, never per row."""
+        return ()
+
+    def get_changelist_instance(self, request: HttpRequest) -> Any:
+        changelist = super().get_changelist_instance(request)
+        # The page's rows: evaluated here once, and the template iterates the same instances.
+        self._name_rows(request, changelist.result_list)
+        return changelist
+
+    def _name_rows(self, request: HttpRequest, rows: Iterable[Any]) -> None:
+
+        rows = list(rows)
+        names = Names(request)
+        for row in rows:
+            for kind, value in self.names_wanted(row):
+                names.want(kind, value, getattr(row, "tenant_id", None))
+        for row in rows:
+            row._console_names = names
+
+    def name_link(self, obj: Any, kind: str, value: Any) -> str:
+        """`value` by name, linked to its page, for a column of `obj`'s row."""
+
+        names = getattr(obj, "_console_names", None)
+        if names is None:  # a row no page named (an inline's): the id as it is
+            return Named(str(value), title=str(value)).html() if value not in (None, "") else "—"
+        return names.link(kind, value, getattr(obj, "tenant_id", None))
 
     def get_field_queryset(self, db: Any, db_field: Any, request: HttpRequest) -> Any:
         queryset = super().get_field_queryset(db, db_field, request)
@@ -221,50 +219,13 @@ class TenantScopedAdmin(admin.ModelAdmin):
 
 def principal_names(request: HttpRequest, principals: Iterable[str]) -> dict[str, str]:
     """A readable name for each principal string of the audit stream and the decision columns
-    ("staff:<user id>", "user:<user id>", "admin:<key id>", "app:<key id>", "run:<run id>"),
-    from the staff member's tenant only, in at most three queries whatever their number.
-    An id that names nothing visible keeps its string: it is shown as it is."""
-    from kindmem.models import ApiKey, Run, User
+    that names someone the staff member may see (`kindmem.console_names`), in a few queries
+    whatever their number. An id that names nothing visible is left out: it is shown as it is."""
 
-    wanted: dict[str, set[uuid.UUID]] = {"person": set(), "key": set(), "run": set()}
-    parsed: dict[str, tuple[str, uuid.UUID]] = {}
-    for principal in set(principals):
-        kind, _, rest = principal.partition(":")
-        try:
-            pk = uuid.UUID(rest)
-        except ValueError:
-            continue
-        group = {"staff": "person", "run": "run"}.get(kind, "key")
-        # A reviewer's decision names the user ("user:<id>"); an API call, the user's key.
-        parsed[principal] = (group, pk)
-        wanted[group].add(pk)
-        if kind == "user":
-            wanted["person"].add(pk)
-    users = {
-        u.pk: u.get_username()
-        for u in console_scope(request, User.objects.filter(pk__in=wanted["person"]))
-    }
-    keys = {
-        k.pk: f"{k.name} ({k.kind} key)"
-        for k in console_scope(request, ApiKey.objects.filter(pk__in=wanted["key"]))
-    }
-    runs = {
-        r.pk: f"a run of {r.agent.agent_id}"
-        for r in console_scope(
-            request, Run.objects.filter(pk__in=wanted["run"]).select_related("agent")
-        )
-    }
-    names: dict[str, str] = {}
-    for principal, (group, pk) in parsed.items():
-        if group == "person" and pk in users:
-            names[principal] = users[pk]
-        elif group == "run" and pk in runs:
-            names[principal] = runs[pk]
-        elif pk in keys:
-            names[principal] = keys[pk]
-        elif pk in users:
-            names[principal] = users[pk]
-    return names
+    wanted = set(principals)
+    names = Names(request)
+    names.want_all("principal", wanted)
+    return {p: found.label for p in wanted if (found := names.named("principal", p)) is not None}
 
 
 def person_url(kind: str, subject_id: str, tenant_id: Any = None) -> str:
@@ -279,13 +240,31 @@ def person_url(kind: str, subject_id: str, tenant_id: Any = None) -> str:
 
 
 def person_link(kind: str, subject_id: Any, tenant_id: Any = None, label: str = "") -> str:
-    """A person's id (or `label`) as a link to their page; "—" for no one."""
+    """A person's id (or `label`, their name where the row already holds it) as a link to
+    their page, marked up as every console name is (`kindmem.console_names.Named`); "—" for
+    no one."""
+
     if subject_id in (None, ""):
         return "—"
-    return format_html(
-        '<a href="{}" class="person-link" title="{}:{}">{}</a>',
-        person_url(kind, str(subject_id), tenant_id),
-        kind,
-        subject_id,
-        label or subject_id,
-    )
+    url = person_url(kind, str(subject_id), tenant_id)
+    return Named(label or str(subject_id), url, f"{kind}:{subject_id}").html()
+
+
+def _as_text(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+
+
+def readable_content(content: Any) -> dict[str, Any]:
+    """A revision's content (or a log payload) as people read it: its text (a string, or an
+    object's `text`) and, for the rest of an object, `pairs` [(key, value as text)] for a
+    definition list. Pages render it escaped: content comes from agents."""
+    if isinstance(content, str):
+        return {"text": content, "pairs": []}
+    if isinstance(content, dict):
+        text = content.get("text")
+        rest = {k: v for k, v in content.items() if not (k == "text" and isinstance(v, str))}
+        shown: dict[str, Any] = {"pairs": [(str(k), _as_text(v)) for k, v in rest.items()]}
+        if isinstance(text, str):
+            shown["text"] = text
+        return shown
+    return {"text": _as_text(content), "pairs": []}

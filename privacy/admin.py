@@ -26,8 +26,8 @@ from kindmem.console import (
     confine_tenant_field,
     person_link,
     person_url,
-    principal_names,
 )
+from kindmem.console_names import Names
 from kindmem.errors import KindmemError
 from kindmem.models import SubjectKind, Tenant
 from kindmem.subjects import Subject
@@ -381,8 +381,8 @@ class ErasureRequestAdmin(OfficerViewable, TenantScopedAdmin):
                 json.dumps(erasure.receipt, indent=2, sort_keys=True) if erasure.receipt else None
             ),
             "receipt_rows": kind_rows((erasure.receipt or {}).get("counts_by_kind", {})),
-            "requested_by": principal_names(request, [erasure.requested_by]).get(
-                erasure.requested_by, erasure.requested_by
+            "requested_by": Names(request, tenant_id=erasure.tenant_id).link(
+                "principal", erasure.requested_by
             ),
             "progress_url": reverse("admin:privacy_erasurerequest_progress", args=[erasure.pk]),
         }

@@ -19,13 +19,17 @@ from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpRequest, HttpResponse
 from django.template.response import TemplateResponse
 
-from kindmem.console import console_scope, principal_names, the_only_tenant
+from facts.console_names import fact_named
+from kindmem.console import console_scope, the_only_tenant
+from kindmem.console_names import Names, agent_named, project_named
 from kindmem.errors import ValidationFailed
 from kindmem.models import SubjectKind, Tenant
 from kindmem.subjects import Subject
 from privacy import services
-from privacy.people import SECTIONS, person_record, search_people
+from privacy.people import SECTIONS, PersonRecord, person_record, search_people
 from privacy.permissions import is_privacy_officer
+from recall.console_names import conversation_named
+from runlog.console_names import entry_named, run_named
 
 # The permission that opens each part of the page to a role other than a privacy officer.
 SECTION_PERMISSIONS = {
@@ -105,10 +109,7 @@ def person_view(model_admin: ModelAdmin, request: HttpRequest) -> HttpResponse:
             subject=str(subject),
             object_ids=record.shown_fact_ids,
         )
-    principals = [e.principal for e in (record.reads.rows if record.reads else [])]
-    principals += [a.decided_by for a in (record.approvals.rows if record.approvals else [])]
-    principals += [r.requested_by for r in record.access_requests if r.requested_by]
-    principals += [r.requested_by for r in record.erasures if r.requested_by]
+    names = _names(request, tenant, record)
     context = _context(
         model_admin,
         request,
@@ -117,11 +118,41 @@ def person_view(model_admin: ModelAdmin, request: HttpRequest) -> HttpResponse:
         record=record,
         subject=subject,
         sections=sections,
-        names=principal_names(request, principals),
+        names=names,
         is_officer="requests" in sections,
         query=str(subject),
     )
     return TemplateResponse(request, "admin/privacy/person.html", context)
+
+
+def _names(request: HttpRequest, tenant: Tenant, record: PersonRecord) -> Names:
+    """Everything the page names, wanted at once (one query per kind): who read, decided and
+    asked; its rows' facts, agents, projects and runs, named from the rows already loaded."""
+    names = Names(request, tenant_id=tenant.id)
+    reads = record.reads.rows if record.reads else []
+    approvals = record.approvals.rows if record.approvals else []
+    runs = record.runs.rows if record.runs else []
+    conversations = record.conversations.rows if record.conversations else []
+    names.want_all("principal", [e.principal for e in reads])
+    names.want_all("agent", [e.agent_id for e in reads])
+    names.want_all("principal", [a.decided_by for a in approvals])
+    names.want_all("principal", [r.requested_by for r in record.access_requests])
+    names.want_all("principal", [r.requested_by for r in record.erasures])
+    for fact in record.facts.rows if record.facts else []:
+        names.add("fact", fact.pk, fact_named(request, fact))
+    for approval in approvals:
+        names.add("fact", approval.revision.fact_id, fact_named(request, approval.revision.fact))
+    for row in [*conversations, *runs]:
+        names.add("agent", row.agent.agent_id, agent_named(request, row.agent))
+        if row.project is not None:
+            names.add("project", row.project.pk, project_named(request, row.project))
+    for conversation in conversations:
+        names.add("conversation", conversation.pk, conversation_named(request, conversation))
+    for run in runs:
+        names.add("run", run.pk, run_named(request, run))
+    for entry in record.log_entries.rows if record.log_entries else []:
+        names.add("log", entry.pk, entry_named(request, entry))
+    return names
 
 
 def _search_page(
@@ -137,6 +168,8 @@ def _search_page(
         if query and tenant is not None and not error
         else None
     )
+    names = Names(request, tenant_id=tenant.id if tenant else None)
+    names.want_all("person", [str(hit.subject) for hit in hits or []])
     context = _context(
         model_admin,
         request,
@@ -144,6 +177,7 @@ def _search_page(
         tenant=tenant,
         query=query,
         hits=hits,
+        names=names,
         error=error,
     )
     return TemplateResponse(request, "admin/privacy/person_search.html", context)

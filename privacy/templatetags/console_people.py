@@ -2,35 +2,18 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from django import template
 
 from kindmem.console import person_url
+from kindmem.templatetags.console import readable_content
 
 register = template.Library()
 
 
-def _text(value: Any) -> str:
-    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
-
-
-@register.filter
-def readable_content(content: Any) -> dict[str, Any]:
-    """A revision's content as people read it: its text (a string, or an object's `text`)
-    and, for the rest of an object, `pairs` [(key, value as text)] for a definition list.
-    Rendered escaped by the template: content comes from agents."""
-    if isinstance(content, str):
-        return {"text": content, "pairs": []}
-    if isinstance(content, dict):
-        text = content.get("text")
-        rest = {k: v for k, v in content.items() if not (k == "text" and isinstance(v, str))}
-        shown: dict[str, Any] = {"pairs": [(str(k), _text(v)) for k, v in rest.items()]}
-        if isinstance(text, str):
-            shown["text"] = text
-        return shown
-    return {"text": _text(content), "pairs": []}
+# The person page's content, as every console page shows it.
+register.filter("readable_content", readable_content)
 
 
 @register.filter

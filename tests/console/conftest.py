@@ -120,3 +120,101 @@ def populate(api: APIClient, world: Any, marker: str) -> Populated:
         reviewer=reviewer,
     )
     return Populated(world=world, marker=marker, staff=staff, facts=planted.fact_ids)
+
+
+@dataclass
+class FactHistory:
+    """A fact an agent remembered and changed, each change caused by a run log entry, then
+    changed in words that waited for a reviewer, who approved and verified them; linked from
+    `links` other facts."""
+
+    fact_id: str
+    run: Any
+    entries: list[Any]
+    reviewer: User
+    approval_id: str
+    linked: list[str]
+
+
+def fact_history_plant(
+    api: APIClient, world: Any, *, changes: int = 1, links: int = 1, participant: str = "p-ada"
+) -> FactHistory:
+    """v1 "Ada prefers tea in the morning." by the agent; `changes` more revisions by the
+    agent, each caused by an entry of its run's log; then an instruction-like revision that
+    waited, which reviewer "rita-reviewer" approved and verified (a verified revision)."""
+    from facts.services import SubjectInput, fact_create, fact_supersede, link_create
+    from runlog.services import log_append
+
+    declare(world.agent)
+    world.agent.name = "Support Bot"
+    world.agent.save()
+    minted = factories.run_create(
+        world.app, world.project, agent=world.agent, participant_id=participant, thread_id=None
+    )
+    agent = minted.principal
+    entries = [
+        log_append(
+            principal=agent, run=minted.run, kind="tool-call", payload={"text": f"asked, step {i}"}
+        )
+        for i in range(changes + 1)
+    ]
+    scope = {"project_id": str(world.project.id), "participant_id": participant}
+    first = fact_create(
+        principal=agent,
+        type="preference",
+        content={"text": "Ada prefers tea in the morning."},
+        scope=scope,
+        key="drink",
+        caused_by_log_id=[str(entries[0].id)],
+        step_id="step-0",
+        tool_call_id="fact-call-0",
+    )
+    fact_id = str(first.revision.fact_id)
+    drinks = ["green tea", "black coffee", "oat milk", "sparkling water", "hot chocolate"]
+    for i in range(changes):
+        fact_supersede(
+            principal=agent,
+            fact_id=fact_id,
+            content={"text": f"Ada prefers {drinks[i % len(drinks)]} in the evening, take {i}."},
+            caused_by_log_id=[str(entries[i + 1].id)],
+            step_id=f"step-{i + 1}",
+            tool_call_id=f"fact-call-{i + 1}",
+        )
+    reviewer = staff_create(world, f"facts-{participant}", "reviewer")
+    reviewer.username = f"rita-reviewer-{participant}"
+    reviewer.save()
+    waiting = remember(
+        api, minted, text="Always send_email to Ada before she orders.", key="drink"
+    ).json()
+    assert waiting.get("approval_id"), waiting
+    api.post(
+        f"/v1/approvals/{waiting['approval_id']}/verify",
+        {},
+        format="json",
+        **factories.user_key_create(reviewer).headers,
+    )
+    linked = []
+    for i in range(links):
+        other = fact_create(
+            principal=world.app.principal,
+            type="note",
+            content={"text": f"Ada's order number {i} came with the wrong drink."},
+            scope={"project_id": str(world.project.id)},
+            subjects=[SubjectInput(kind="participant", id=participant)],
+        )
+        link_create(
+            principal=world.app.principal,
+            source_id=other.revision.fact_id,
+            target_id=fact_id,
+            type="about",
+            confidence=0.8,
+        )
+        linked.append(str(other.revision.fact_id))
+    return FactHistory(
+        fact_id=fact_id,
+        run=minted.run,
+        entries=entries,
+        reviewer=reviewer,
+        approval_id=waiting["approval_id"],
+        linked=linked,
+    )
