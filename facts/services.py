@@ -134,6 +134,8 @@ def fact_create(
     retention: RetentionInput | None = None,
     source: Any = None,
     caused_by_log_id: Sequence[str] = (),
+    step_id: str | None = None,
+    tool_call_id: str | None = None,
 ) -> WriteResult:
     """Write a new fact (version 1, trust `asserted`, attributed to the principal; an agent's
     run writes `unverified`, and a fact of its that must wait for review (`agent_review`:
@@ -145,7 +147,8 @@ def fact_create(
     When the write brings something the fact lacks (a retention field, tags, subjects, a source),
     that fact's next revision applies it (`fact_supersede`, outcome `superseded`).
     Refused with `erasure-in-progress` for a held person, and with `forbidden` for a scope the
-    writer could not read; in both cases nothing is written.
+    writer could not read; in both cases nothing is written. `step_id` and `tool_call_id` are
+    the run step that wrote it (provenance), for callers that know it.
     """
     tenant_id = principal.tenant_id
     resolved = resolve_scope(tenant_id, scope or {})
@@ -224,6 +227,8 @@ def fact_create(
             observed_at=observed_at,
             source=source,
             caused_by_log_id=caused_by_log_id,
+            step_id=step_id,
+            tool_call_id=tool_call_id,
         ),
         who=attribution_of(principal),
         subjects=subjects,
@@ -253,6 +258,8 @@ def fact_supersede(
     source: Any = None,
     caused_by_log_id: Sequence[str] = (),
     tags: Sequence[str] = (),
+    step_id: str | None = None,
+    tool_call_id: str | None = None,
 ) -> WriteResult:
     """Write the fact's next revision (version + 1, `supersedes` the current one, which is
     invalidated `superseded`). With `expected_version`, a fact that moved on is a `conflict`.
@@ -324,6 +331,8 @@ def fact_supersede(
             observed_at=observed_at,
             source=source if source is not None else current.source,
             caused_by_log_id=caused_by_log_id,
+            step_id=step_id,
+            tool_call_id=tool_call_id,
         ),
         who=who,
         subjects=subjects,

@@ -142,7 +142,9 @@ def fact_history_plant(
     """v1 "Ada prefers tea in the morning." by the agent; `changes` more revisions by the
     agent, each caused by an entry of its run's log; then an instruction-like revision that
     waited, which reviewer "rita-reviewer" approved and verified (a verified revision)."""
-    from facts.services import SubjectInput, fact_create, fact_supersede, link_create
+    from facts.links import link_create
+    from facts.scopes import SubjectInput
+    from facts.services import fact_create, fact_supersede
     from runlog.services import log_append
 
     declare(world.agent)
