@@ -270,6 +270,10 @@ def _session(path: Path, *, threads: int) -> Any:
     options.inter_op_num_threads = 1
     options.execution_mode = onnxruntime.ExecutionMode.ORT_SEQUENTIAL
     options.log_severity_level = 3  # warnings of graph rewrites are not an operator's concern
+    # Memory patterns are planned per input shape, and every batch here has a shape of its own
+    # (texts' lengths): planning them again and again made batches slower per text than single
+    # texts (bench/README.md, query_embedding.py).
+    options.enable_mem_pattern = False
     if threads != 1:
         # Idle pool threads that spin steal the core from other processes on a shared machine
         # (see embeddings/local.py on torch's OpenMP threads).

@@ -22,7 +22,6 @@ from embeddings.providers import (
     HashingEmbedder,
     embed_query,
     get_embedder,
-    query_cache,
     require_embedder,
 )
 from embeddings.query_cache import QueryCache
@@ -271,13 +270,11 @@ class CountingEmbedder(HashingEmbedder):
 
 
 @pytest.fixture
-def counting(monkeypatch, settings) -> Iterator[CountingEmbedder]:
+def counting(monkeypatch, settings) -> CountingEmbedder:
     embedder = CountingEmbedder()
     monkeypatch.setattr("embeddings.providers.require_embedder", lambda: embedder)
     settings.QUERY_CACHE_SIZE = 8
-    query_cache(8).clear()
-    yield embedder
-    query_cache(8).clear()
+    return embedder
 
 
 def test_a_repeated_query_is_embedded_once(counting):
