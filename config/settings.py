@@ -273,6 +273,15 @@ EMBEDDER_THREADS = env_int("KINDMEM_EMBEDDER_THREADS", 1)
 LOCAL_RUNTIME = env_choice("KINDMEM_LOCAL_RUNTIME", "onnx", {"onnx", "onnx-int8", "torch"})
 # Where the ONNX files converted from the packaged weights are kept (made once, offline).
 MODEL_CACHE_DIR = Path(os.environ.get("KINDMEM_MODEL_CACHE_DIR") or DATA_DIR / "models").resolve()
+# Rerankers of fact search and recall (kindmem/rerank.py), comma-separated, applied in order;
+# none by default: each is kept off until bench/retrieval_quality.py --rerank shows it helps.
+RERANKERS_KNOWN = ("mmr", "recency", "trust", "slot")  # kindmem.rerank.RERANKERS (a test checks)
+RERANK = tuple(n.strip() for n in os.environ.get("KINDMEM_RERANK", "").split(",") if n.strip())
+if unknown_rerankers := set(RERANK) - set(RERANKERS_KNOWN):
+    raise ImproperlyConfigured(
+        f"KINDMEM_RERANK names unknown rerankers {sorted(unknown_rerankers)};"
+        f" known: {', '.join(RERANKERS_KNOWN)}"
+    )
 # Query vectors kept per process (an LRU keyed by model and text); 0 turns the cache off.
 QUERY_CACHE_SIZE = env_int("KINDMEM_QUERY_CACHE_SIZE", 1024)
 if QUERY_CACHE_SIZE < 0:
