@@ -86,22 +86,25 @@ class MMR:
     needs_vectors: bool = True
 
     def rerank(self, query: str, hits: Sequence[Candidate[T]], top_k: int) -> list[Candidate[T]]:
+        import numpy as np  # pgvector's own dependency; one matrix product, not a Python loop
+
         rel = relevance(len(hits))
-        units = [_unit(h.vector) for h in hits]
+        width = next((len(h.vector) for h in hits if h.vector is not None), 0)
+        units = np.zeros((len(hits), width))
+        for i, h in enumerate(hits):
+            if h.vector is not None:
+                v = np.asarray(h.vector, dtype=float)
+                norm = np.linalg.norm(v)
+                units[i] = v / norm if norm else 0.0
+        similar = units @ units.T  # a row of zeros for a hit without a vector: like nothing
         left = list(range(len(hits)))
         picked: list[int] = []
-        nearest = [0.0] * len(hits)  # each candidate's highest cosine to a pick
+        nearest = np.zeros(len(hits))  # each candidate's highest cosine to a pick
         while left and len(picked) < top_k:
             best = max(left, key=lambda i: (self.lam * rel[i] - (1 - self.lam) * nearest[i], -i))
             picked.append(best)
             left.remove(best)
-            chosen = units[best]
-            if chosen is None:
-                continue
-            for i in left:
-                if units[i] is not None:
-                    similarity = sum(a * b for a, b in zip(units[i], chosen, strict=True))
-                    nearest[i] = max(nearest[i], similarity)
+            nearest = np.maximum(nearest, similar[best])
         return [hits[i] for i in picked]
 
 
@@ -164,14 +167,6 @@ class SlotCurrent:
 
 def _later(a: datetime | None, b: datetime | None) -> bool:
     return a is not None and (b is None or a > b)
-
-
-def _unit(vector: Sequence[float] | None) -> list[float] | None:
-    if vector is None:
-        return None
-    values = [float(v) for v in vector]
-    norm = math.sqrt(sum(v * v for v in values))
-    return None if norm == 0.0 else [v / norm for v in values]
 
 
 RERANKERS: Mapping[str, Any] = {r.name: r for r in (MMR(), Recency(), TrustFirst(), SlotCurrent())}
