@@ -5,6 +5,7 @@ fact search and conversation recall, beside plain baselines computed here.
     .venv/bin/python bench/retrieval_quality.py --seed 2        # the held-out seed
     .venv/bin/python bench/retrieval_quality.py --embedder hashing   # no model (fast, weak)
     .venv/bin/python bench/retrieval_quality.py --fusion-grid        # how hybrid should fuse
+    .venv/bin/python bench/retrieval_quality.py --rerank mmr recency trust slot  # each reranker
 
 Loads the set into its own database (`kindmem_bench_quality`, kept; one tenant per set and
 embedder, reused while the generator is unchanged), each person's facts scoped to them and
@@ -39,7 +40,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "kindmem.settings")
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 
 import django
 
@@ -75,7 +76,7 @@ def embed_all(texts: list[str], embedder_name: str, tag: str) -> tuple[np.ndarra
     if embedder_name == "hashing":
         hashing = HashingEmbedder()
         return np.asarray(hashing.embed(texts), dtype=np.float32), hashing.model
-    from facts.embedders.local import LocalEmbedder
+    from embeddings.local import LocalEmbedder
 
     embedder = LocalEmbedder(threads=settings.EMBEDDER_THREADS)
     folder = Path(settings.DATA_DIR) / "bench" / "quality"
@@ -303,7 +304,9 @@ def timed(fn: Callable, samples: list[float]):
     return out
 
 
-def kindmem_facts(dev: DevSet, tenant: Tenant, runs: dict, modes: Sequence[str]) -> dict:
+def kindmem_facts(
+    dev: DevSet, tenant: Tenant, runs: dict, modes: Sequence[str], rerank: tuple[str, ...] = ()
+) -> dict:
     from facts.search import FactSearch, fact_search
 
     dev_id = dict(Revision.objects.filter(tenant=tenant).values_list("id", "content__dev_id"))
@@ -312,7 +315,12 @@ def kindmem_facts(dev: DevSet, tenant: Tenant, runs: dict, modes: Sequence[str])
         rows, samples, empty = [], [], 0
         for q in dev.questions:
             search = FactSearch(
-                tenant_id=tenant.id, readers=runs[q.person], mode=mode, query=q.text, top_k=K
+                tenant_id=tenant.id,
+                readers=runs[q.person],
+                mode=mode,
+                query=q.text,
+                top_k=K,
+                rerank=rerank,
             )
             try:
                 with tenant_context(tenant.id):
@@ -327,7 +335,9 @@ def kindmem_facts(dev: DevSet, tenant: Tenant, runs: dict, modes: Sequence[str])
     return out
 
 
-def kindmem_recall(dev: DevSet, tenant: Tenant, runs: dict, modes: Sequence[str]) -> dict:
+def kindmem_recall(
+    dev: DevSet, tenant: Tenant, runs: dict, modes: Sequence[str], rerank: tuple[str, ...] = ()
+) -> dict:
     from recall.search import RecallQuery, Selection, recall_search
 
     out = {}
@@ -342,6 +352,7 @@ def kindmem_recall(dev: DevSet, tenant: Tenant, runs: dict, modes: Sequence[str]
                 top_k=K,
                 roles=ROLES,
                 query=q.text,
+                rerank=rerank,
             )
             try:
                 with tenant_context(tenant.id):
@@ -497,6 +508,13 @@ def main() -> None:
     parser.add_argument("--label", default="", help="a name for this run in the JSON file")
     parser.add_argument("--modes", nargs="+", choices=MODES, default=list(MODES))
     parser.add_argument(
+        "--rerank",
+        nargs="+",
+        metavar="CHAIN",
+        help="instead: kindmem's modes without and with each reranker chain (kindmem/rerank.py;"
+        " a chain is names joined by commas, e.g. slot,mmr), recall@10 and MRR before/after",
+    )
+    parser.add_argument(
         "--fusion-grid",
         action="store_true",
         help="instead: recall@10 of hybrid for every fusion depth, k and leg weight",
@@ -538,6 +556,10 @@ def main() -> None:
         print(f"\nwrote {out.relative_to(ROOT.parent)}")
         return
 
+    if args.rerank:
+        rerank_table(dev, tenant, runs, args)
+        return
+
     turn_lexemes = lexemes_of([t.text for t in dev.turns])
     fact_lexemes = lexemes_of([f.text for f in dev.facts])
     q_lexemes = lexemes_of([q.text for q in dev.questions])
@@ -576,6 +598,40 @@ def main() -> None:
     previous = json.loads(out.read_text()) if out.exists() else {}
     previous[args.label or "latest"] = results
     out.write_text(json.dumps(previous, indent=2) + "\n")
+    print(f"\nwrote {out.relative_to(ROOT.parent)}")
+
+
+def rerank_table(dev: DevSet, tenant: Tenant, runs: dict, args: argparse.Namespace) -> None:
+    """recall@10 and MRR of kindmem's modes with no reranker and with each chain, per corpus."""
+    from kindmem.rerank import rerankers_named
+
+    chains = [tuple(n for n in chain.split(",") if n) for chain in args.rerank]
+    for chain in chains:
+        rerankers_named(chain)  # an unknown name fails before anything runs
+    results: dict = {"seed": args.seed, "embedder": args.embedder, "chains": {}}
+    for chain in [(), *chains]:
+        name = ",".join(chain) or "none"
+        print(f"  {name} ...", flush=True)
+        results["chains"][name] = {
+            "facts": kindmem_facts(dev, tenant, runs, args.modes, rerank=chain),
+            "recall": kindmem_recall(dev, tenant, runs, args.modes, rerank=chain),
+        }
+    base = results["chains"]["none"]
+    print(f"\nrerankers, seed {args.seed}: recall@10 (MRR), change against no reranker")
+    print(
+        f"  {'corpus':7} {'mode':9} {'reranker':14} {'R@10':>6} {'dR@10':>7} {'MRR':>6} {'dMRR':>7}"
+    )
+    for corpus in ("facts", "recall"):
+        for mode in args.modes:
+            for name, table in results["chains"].items():
+                e, b = table[corpus][mode], base[corpus][mode]
+                print(
+                    f"  {corpus:7} {mode:9} {name:14} {e['recall@10']:>6}"
+                    f" {e['recall@10'] - b['recall@10']:>+7.3f} {e['mrr']:>6}"
+                    f" {e['mrr'] - b['mrr']:>+7.3f}"
+                )
+    out = ROOT / "results" / f"rerank-seed{args.seed}-{args.embedder}.json"
+    out.write_text(json.dumps(results, indent=2) + "\n")
     print(f"\nwrote {out.relative_to(ROOT.parent)}")
 
 

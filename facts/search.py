@@ -11,6 +11,9 @@ btree indexes when the readable set is small).
 
 Semantic and hybrid search without an embedder, or with one that does not answer, fail with
 `embedding-unavailable`: an empty list would read as "nothing relevant", which is a lie.
+
+A search may name rerankers (`kindmem.rerank`; `KINDMEM_RERANK`, none by default): its legs
+then fetch a deeper pool of candidates, the rerankers reorder it, and the page is cut after.
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ from facts.models import Revision, RevisionQuerySet
 from kindmem.access import Readers
 from kindmem.fulltext import keyword_matches
 from kindmem.fusion import HYBRID
+from kindmem.rerank import Candidate, candidate_pool, rerank, rerankers_named
 
 MODES = ("keyword", "semantic", "hybrid")
 KEYWORD = "keyword"
@@ -58,6 +62,7 @@ class FactSearch:
     scope: Mapping[str, Any] = field(default_factory=dict)
     tags: Sequence[str] = ()
     valid_at: datetime | None = None
+    rerank: Sequence[str] = ()  # kindmem.rerank's names, applied in order
 
     @cached_property
     def readable(self) -> RevisionQuerySet:
@@ -161,25 +166,53 @@ def fact_search_embedded(
 ) -> list[SearchHit]:
     """`fact_search` with the query already embedded (`vector` of `model`; None for keyword):
     the SQL part alone, which bench/search.py times."""
+    rerankers = rerankers_named(search.rerank)
+    page = candidate_pool(search.top_k) if rerankers else search.top_k
     if search.mode == KEYWORD:
         hits = [
             SearchHit(revision=r, score=s, ranks={KEYWORD: i})
-            for i, (r, s) in enumerate(keyword_leg(search, search.top_k), start=1)
+            for i, (r, s) in enumerate(keyword_leg(search, page), start=1)
         ]
     elif search.mode == SEMANTIC:
         assert vector is not None
         hits = [
             SearchHit(revision=r, score=s, ranks={SEMANTIC: i})
-            for i, (r, s) in enumerate(semantic_leg(search, search.top_k, vector, model), start=1)
+            for i, (r, s) in enumerate(semantic_leg(search, page, vector, model), start=1)
         ]
     else:
         assert vector is not None
-        depth = HYBRID.depth(search.top_k)
+        depth = max(HYBRID.depth(search.top_k), page)
         legs = {
             KEYWORD: [r for r, _ in keyword_leg(search, depth)],
             SEMANTIC: [r for r, _ in semantic_leg(search, depth, vector, model)],
         }
-        fused = HYBRID.fuse(legs, key=lambda r: r.pk)[: search.top_k]
+        fused = HYBRID.fuse(legs, key=lambda r: r.pk)[:page]
         hits = [SearchHit(revision=f.item, score=f.score, ranks=dict(f.ranks)) for f in fused]
+    if rerankers:
+        hits = _reranked(search, hits, rerankers)
     prefetch_related_objects([h.revision for h in hits], "subjects")
     return hits
+
+
+def _reranked(search: FactSearch, hits: list[SearchHit], rerankers: list) -> list[SearchHit]:
+    """The pool reordered by the rerankers, cut to `top_k`. Vectors (deferred by the legs) are
+    read in one query, only for a reranker that uses them."""
+    vectors: dict[Any, Any] = {}
+    if any(r.needs_vectors for r in rerankers) and hits:
+        vectors = dict(
+            Revision.objects.filter(pk__in=[h.revision.pk for h in hits]).values_list(
+                "pk", "embedding"
+            )
+        )
+    candidates = [
+        Candidate(
+            item=h,
+            key=h.revision.pk,
+            vector=vectors.get(h.revision.pk),
+            at=h.revision.valid_from or h.revision.observed_at or h.revision.created_at,
+            trust=h.revision.trust,
+            slot=(h.revision.fact.type, h.revision.fact.key) if h.revision.fact.key else None,
+        )
+        for h in hits
+    ]
+    return [c.item for c in rerank(search.query, candidates, search.top_k, rerankers)]

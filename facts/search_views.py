@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
+from django.conf import settings
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers
 from rest_framework.request import Request
@@ -117,6 +118,7 @@ class FactSearchView(AuditedView):
                 scope=scope,
                 tags=tuple(v.get("tags", ())),
                 valid_at=v.get("valid_at"),
+                rerank=settings.RERANK,
             )
         )
         self.audit.touch(

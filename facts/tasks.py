@@ -21,9 +21,10 @@ from kindmem.row_security import each_tenant, tenant_context
 )
 def embed_revisions(revision_ids: list[str], tenant_id: str) -> int:
     """Embed the revisions of `revision_ids` (of `tenant_id`) still without a vector of the
-    configured model; safe to run twice."""
+    configured model, with other revisions of the tenant waiting in the same provider call;
+    safe to run twice."""
     with tenant_context(tenant_id):
-        return revisions_embed(revision_ids=revision_ids)
+        return revisions_embed(revision_ids=revision_ids, top_up_tenant_id=tenant_id)
 
 
 @shared_task(name="facts.tasks.sweep_expired_facts", acks_late=True, time_limit=600)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from django.db import connection, transaction
 from pgvector.django import CosineDistance
@@ -19,6 +20,7 @@ from embeddings.providers import embed_query
 from kindmem.access import Readers
 from kindmem.fulltext import keyword_matches
 from kindmem.fusion import HYBRID
+from kindmem.rerank import Candidate, candidate_pool, rerank, rerankers_named
 from recall.models import RECALLABLE_ROLES, Message
 from recall.querysets import MessageQuerySet, Selection
 
@@ -56,6 +58,7 @@ class RecallQuery:
     top_k: int
     roles: tuple[str, ...] = ("user",)
     query: str | None = None
+    rerank: tuple[str, ...] = ()  # kindmem.rerank's names, applied in order (not for `list`)
 
     @property
     def recalled_roles(self) -> list[str]:
@@ -129,8 +132,11 @@ def recall_search_embedded(
     keyword).
 
     `hybrid` runs both legs, each `HYBRID.depth(top_k)` deep, and fuses them as fact search does
-    (`kindmem.fusion.HYBRID`); its hits carry their neighbours like every other mode's."""
+    (`kindmem.fusion.HYBRID`); its hits carry their neighbours like every other mode's. Named
+    rerankers reorder a deeper pool (`kindmem.rerank`) before the page is cut."""
     base = recallable(request)
+    rerankers = rerankers_named(request.rerank) if request.mode != "list" else []
+    page = candidate_pool(request.top_k) if rerankers else request.top_k
     if request.mode == "list":
         rows = list(base.order_by("-created_at", "-id")[: request.top_k])
         hits = [RecallHit(message=m, score=None) for m in rows]
@@ -138,26 +144,48 @@ def recall_search_embedded(
         assert request.query is not None
         hits = [
             RecallHit(message=m, score=s, ranks={KEYWORD: i})
-            for i, (m, s) in enumerate(keyword_leg(base, request.query, request.top_k), start=1)
+            for i, (m, s) in enumerate(keyword_leg(base, request.query, page), start=1)
         ]
     elif request.mode == SEMANTIC:
         assert vector is not None
         hits = [
             RecallHit(message=m, score=s, ranks={SEMANTIC: i})
-            for i, (m, s) in enumerate(semantic_leg(base, request.top_k, vector, model), start=1)
+            for i, (m, s) in enumerate(semantic_leg(base, page, vector, model), start=1)
         ]
     else:
         assert request.query is not None
         assert vector is not None
-        depth = HYBRID.depth(request.top_k)
+        depth = max(HYBRID.depth(request.top_k), page)
         legs = {
             KEYWORD: [m for m, _ in keyword_leg(base, request.query, depth)],
             SEMANTIC: [m for m, _ in semantic_leg(base, depth, vector, model)],
         }
-        fused = HYBRID.fuse(legs, key=lambda m: m.pk)[: request.top_k]
+        fused = HYBRID.fuse(legs, key=lambda m: m.pk)[:page]
         hits = [RecallHit(message=f.item, score=f.score, ranks=dict(f.ranks)) for f in fused]
+    if rerankers:
+        hits = _reranked(request, hits, rerankers)
     _attach_neighbours(hits, request.recalled_roles)
     return hits
+
+
+def _reranked(request: RecallQuery, hits: list[RecallHit], rerankers: list) -> list[RecallHit]:
+    """The pool reordered by the rerankers, cut to `top_k`; vectors read in one query, only
+    for a reranker that uses them. Messages carry a time, never a trust or a slot."""
+    vectors: dict[int, Any] = {}
+    if any(r.needs_vectors for r in rerankers) and hits:
+        vectors = dict(
+            Message.objects.filter(pk__in=[h.message.pk for h in hits]).values_list(
+                "pk", "embedding"
+            )
+        )
+    candidates = [
+        Candidate(
+            item=h, key=h.message.pk, vector=vectors.get(h.message.pk), at=h.message.created_at
+        )
+        for h in hits
+    ]
+    query = request.query or ""
+    return [c.item for c in rerank(query, candidates, request.top_k, rerankers)]
 
 
 NEIGHBOURS_SQL = """

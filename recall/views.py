@@ -3,6 +3,7 @@ conversations."""
 
 from __future__ import annotations
 
+from django.conf import settings
 from drf_spectacular.utils import extend_schema
 from rest_framework import status
 from rest_framework.request import Request
@@ -201,6 +202,7 @@ class RecallView(AuditedView):
                 top_k=v["top_k"],
                 roles=tuple(v.get("roles", ["user"])),
                 query=v.get("query"),
+                rerank=settings.RERANK,
             )
         )
         for hit in hits:

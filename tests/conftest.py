@@ -102,6 +102,17 @@ def worker_broker(tmp_path: Path) -> Iterator[Broker]:
         yield started
 
 
+@pytest.fixture(autouse=True)
+def _fresh_query_cache() -> Iterator[None]:
+    """Each test starts with no cached query vectors: tests script their embedders' answers,
+    and one test's vector for a text must not answer another's search."""
+    from embeddings.providers import query_cache
+
+    query_cache.cache_clear()
+    yield
+    query_cache.cache_clear()
+
+
 @pytest.fixture
 def api() -> APIClient:
     return APIClient()

@@ -158,6 +158,77 @@ def _planted(world: Any, n: int) -> list[Revision]:
     ]
 
 
+@pytest.fixture
+def provider_calls(monkeypatch: pytest.MonkeyPatch) -> list[list[str]]:
+    """The texts of each call to the hashing embedder; a text containing "refused" fails it."""
+    calls: list[list[str]] = []
+    real = HashingEmbedder.embed
+
+    def recorded(self: HashingEmbedder, texts: list[str]) -> list[list[float]]:
+        calls.append(list(texts))
+        if any("refused" in t for t in texts):
+            raise EmbeddingFailed("the provider refuses one of these texts")
+        return real(self, texts)
+
+    monkeypatch.setattr(HashingEmbedder, "embed", recorded)
+    return calls
+
+
+def _waiting(world: Any, texts: list[str]) -> list[str]:
+    """Revisions the write path left pending (no budget), as ids."""
+    p = world.admin.principal
+    return [
+        str(services.fact_create(principal=p, type="note", content=text).revision.pk)
+        for text in texts
+    ]
+
+
+def test_one_embed_task_embeds_the_tenants_waiting_revisions_in_one_call(
+    world, other_world, settings, sent, provider_calls
+):
+    # given five writes left pending by a backlog (each queued its own task), and one of
+    # another tenant
+    settings.EMBEDDER = "hashing"
+    settings.EMBED_BUDGET_MS = 0
+    ids = _waiting(world, [f"fact number {i}" for i in range(5)])
+    theirs = _waiting(other_world, ["not theirs to take"])
+    assert set(
+        Revision.objects.filter(pk__in=ids + theirs).values_list("embedding_state", flat=True)
+    ) == {EmbeddingState.PENDING}
+    # when the first write's task runs
+    done = embed_revisions.run([ids[0]], tenant_id=str(world.tenant.id))
+    # then one provider call embedded all five, and the other tenant's revision still waits
+    assert done == 5
+    assert provider_calls == [[f"fact number {i}" for i in range(5)]]
+    assert set(Revision.objects.filter(pk__in=ids).values_list("embedding_state", flat=True)) == {
+        EmbeddingState.DONE
+    }
+    assert Revision.objects.get(pk=theirs[0]).embedding_state == EmbeddingState.PENDING
+    # and the other writes' tasks find nothing left, and call no provider
+    for i in ids[1:]:
+        assert embed_revisions.run([i], tenant_id=str(world.tenant.id)) == 0
+    assert len(provider_calls) == 1
+
+
+def test_a_text_the_provider_refuses_holds_back_no_other_task(
+    world, settings, sent, provider_calls
+):
+    # given two waiting revisions, one of them a text the provider refuses
+    settings.EMBEDDER = "hashing"
+    settings.EMBED_BUDGET_MS = 0
+    good, bad = _waiting(world, ["likes green tea", "refused text"])
+    # when the good one's task runs: the topped-up call fails, so it is tried alone
+    assert embed_revisions.run([good], tenant_id=str(world.tenant.id)) == 1
+    assert provider_calls == [["likes green tea", "refused text"], ["likes green tea"]]
+    # then the good one is embedded, and the other still waits for its own task, unmarked
+    assert Revision.objects.get(pk=good).embedding_state == EmbeddingState.DONE
+    assert Revision.objects.get(pk=bad).embedding_state == EmbeddingState.PENDING
+    # and that task fails for a retry, marking only its own revision failed
+    with pytest.raises(EmbeddingFailed):
+        embed_revisions.run([bad], tenant_id=str(world.tenant.id))
+    assert Revision.objects.get(pk=bad).embedding_state == EmbeddingState.FAILED
+
+
 def test_reembed_moves_every_current_revision_to_the_configured_model(world, other_world, settings):
     # given revisions with no vector, and with another model's vector, in two tenants
     mine = _planted(world, 3)

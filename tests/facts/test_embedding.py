@@ -4,20 +4,27 @@ HTTP server, the deterministic stand-in, the chooser and the health report."""
 from __future__ import annotations
 
 import math
+import os
 import socket
+import subprocess
+import sys
 import time
+from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
-from embeddings import local
+from embeddings import local, local_onnx
 from embeddings.openai_compatible import OpenAICompatibleEmbedder, embeddings_url
 from embeddings.providers import (
     DIMENSIONS,
     EmbeddingFailed,
     HashingEmbedder,
+    embed_query,
     get_embedder,
     require_embedder,
 )
+from embeddings.query_cache import QueryCache
 from kindmem.errors import EmbeddingUnavailable
 from tests.facts.conftest import Reply, vector_for
 
@@ -94,6 +101,207 @@ def test_local_model_embeds_a_batch_in_order_and_an_empty_batch_to_nothing():
     assert batch[3] == pytest.approx(singles[0], abs=1e-4)
     assert batch[-1] == pytest.approx(singles[1], abs=1e-4)
     assert embedder.embed([]) == []
+
+
+# The same model on ONNX Runtime ---------------------------------------------------------------
+
+ROOT = Path(__file__).resolve().parents[2]
+# Beside short ones: empty, accents and emoji, and one past the model's 256 tokens (truncated
+# alike by both runtimes).
+PROBE_TEXTS = [
+    "the cat sits on the mat",
+    "When did Kwame paint his old canoe?",
+    "",
+    "Zoë's café in Montréal serves crème brûlée 🍮",
+    "I signed up for a pottery class at the community centre. " * 40,
+]
+
+
+def _no_network(monkeypatch: pytest.MonkeyPatch, what: str) -> None:
+    real_connect = socket.socket.connect
+
+    def connect(sock, address):
+        if sock.family in (socket.AF_INET, socket.AF_INET6):
+            raise AssertionError(f"{what} tried to reach {address}")
+        return real_connect(sock, address)
+
+    monkeypatch.setattr(socket.socket, "connect", connect)
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+
+
+@pytest.fixture(scope="module")
+def onnx_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """A cache made from scratch for this module: both variants converted from the packaged
+    weights, with the network unreachable and the hub offline."""
+    folder = tmp_path_factory.mktemp("models")
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        _no_network(monkeypatch, "the ONNX conversion")
+        for variant in local_onnx.VARIANTS:
+            local_onnx.ensure_converted(folder, variant)
+    return folder
+
+
+@pytest.mark.slow
+def test_onnx_conversion_is_made_offline_from_the_packaged_weights_and_kept(onnx_cache):
+    # given: the module's cache, converted with the network unreachable (the fixture)
+    key = local_onnx.weights_key(local.model_path())
+    # then: one file per variant, named by the weights' hash, and asking again converts nothing
+    assert sorted(p.name for p in onnx_cache.glob("*.onnx")) == [
+        f"all-MiniLM-L6-v2-{key}.int8.onnx",
+        f"all-MiniLM-L6-v2-{key}.onnx",
+    ]
+    before = {p: p.stat().st_mtime_ns for p in onnx_cache.glob("*.onnx")}
+    for variant in local_onnx.VARIANTS:
+        local_onnx.ensure_converted(onnx_cache, variant)
+    assert {p: p.stat().st_mtime_ns for p in onnx_cache.glob("*.onnx")} == before
+    assert not list(onnx_cache.glob("*.partial"))
+
+
+def test_the_cache_key_changes_with_the_converter(monkeypatch):
+    key = local_onnx.weights_key(local.model_path())
+    monkeypatch.setattr(local_onnx, "CONVERTER_VERSION", local_onnx.CONVERTER_VERSION + 1)
+    assert local_onnx.weights_key(local.model_path()) != key
+
+
+@pytest.mark.slow
+def test_onnx_vectors_equal_torchs_within_tolerance(onnx_cache, monkeypatch):
+    # given: torch's vectors for the probe texts
+    torch_vectors = local.LocalEmbedder().embed(PROBE_TEXTS)
+    _no_network(monkeypatch, "the ONNX embedder")
+    # int8 quantises activations per batch (one scale for the whole tensor), so a text's
+    # vector moves a little with its batch companions; float32's does not.
+    for variant, floor, alone in (
+        (local_onnx.FLOAT, 0.9999, 0.9999),
+        (local_onnx.INT8, 0.95, 0.95),
+    ):
+        # when: the same texts on ONNX Runtime, as a batch and one by one
+        embedder = local_onnx.OnnxEmbedder(cache_dir=onnx_cache, variant=variant)
+        batch = embedder.embed(PROBE_TEXTS)
+        singles = [embedder.embed([text])[0] for text in PROBE_TEXTS]
+        # then: unit vectors in order, near torch's (the float file reproduces them; int8 is
+        # measured in bench/query_embedding.py), about the same alone as in a batch
+        for vectors in (batch, singles):
+            similarities = [cosine(a, b) for a, b in zip(vectors, torch_vectors, strict=True)]
+            assert min(similarities) >= floor, (variant, similarities)
+        together = [cosine(a, b) for a, b in zip(batch, singles, strict=True)]
+        assert min(together) >= alone, (variant, together)
+        assert all(norm(v) == pytest.approx(1.0, abs=1e-5) for v in batch)
+    assert embedder.embed([]) == []
+
+
+@pytest.mark.slow
+def test_onnx_embedder_reads_the_cache_without_torch_or_the_network(onnx_cache):
+    # when: a fresh process, the hub offline, embeds from the cached file
+    script = (
+        "import sys; from pathlib import Path; from embeddings.local_onnx import OnnxEmbedder;"
+        f" [v] = OnnxEmbedder(cache_dir=Path({str(onnx_cache)!r})).embed(['hello']);"
+        " print(len(v), 'torch' in sys.modules, 'transformers' in sys.modules)"
+    )
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(ROOT)}
+    done = subprocess.run(
+        [sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=120
+    )
+    # then: it embeds, and never imported torch nor transformers
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == [str(DIMENSIONS), "False", "False"]
+
+
+def test_onnx_float_shares_the_models_name_and_int8_names_its_own(onnx_cache):
+    float32 = local_onnx.OnnxEmbedder(cache_dir=onnx_cache)
+    int8 = local_onnx.OnnxEmbedder(cache_dir=onnx_cache, variant=local_onnx.INT8)
+    assert float32.model == local.LocalEmbedder.model == local.MODEL_NAME
+    assert int8.model == f"{local.MODEL_NAME}:int8"
+    assert (float32.runtime, int8.runtime, local.LocalEmbedder().runtime) == (
+        "onnx",
+        "onnx-int8",
+        "torch",
+    )
+
+
+def test_a_broken_onnx_file_fails_as_embedding_failed(tmp_path, monkeypatch):
+    # given: a cache whose file for these weights is garbage
+    target = local_onnx.cached_file(tmp_path, local.model_path(), local_onnx.FLOAT)
+    target.write_bytes(b"not a model")
+    # when / then
+    with pytest.raises(EmbeddingFailed, match="ONNX"):
+        local_onnx.OnnxEmbedder(cache_dir=tmp_path).embed(["hello"])
+
+
+# The query cache ------------------------------------------------------------------------------
+
+
+def test_query_cache_keeps_the_most_recently_used_entries_up_to_its_bound():
+    cache = QueryCache(2)
+    cache.put("a", [1.0])
+    cache.put("b", [2.0])
+    assert cache.get("a") == [1.0]  # a is now the most recent
+    cache.put("c", [3.0])  # evicts b, the least recently used
+    assert (cache.get("b"), cache.get("a"), cache.get("c")) == (None, [1.0], [3.0])
+    assert len(cache) == 2
+    assert (cache.hits, cache.misses) == (3, 1)
+
+
+def test_query_cache_hands_out_copies_and_keeps_exact_values():
+    cache = QueryCache(4)
+    vector = [0.1, -0.2, 1 / 3]
+    cache.put("q", vector)
+    first = cache.get("q")
+    first[0] = 99.0
+    assert cache.get("q") == vector
+
+
+def test_query_cache_of_size_zero_keeps_nothing():
+    cache = QueryCache(0)
+    cache.put("q", [1.0])
+    assert cache.get("q") is None
+    assert len(cache) == 0
+
+
+class CountingEmbedder(HashingEmbedder):
+    def __init__(self) -> None:
+        self.calls: list[list[str]] = []
+        self.fail = False
+
+    def embed(self, texts):
+        self.calls.append(list(texts))
+        if self.fail:
+            raise EmbeddingFailed("down")
+        return super().embed(texts)
+
+
+@pytest.fixture
+def counting(monkeypatch, settings) -> CountingEmbedder:
+    embedder = CountingEmbedder()
+    monkeypatch.setattr("embeddings.providers.require_embedder", lambda: embedder)
+    settings.QUERY_CACHE_SIZE = 8
+    return embedder
+
+
+def test_a_repeated_query_is_embedded_once(counting):
+    first = embed_query("what does Ana drink?")
+    second = embed_query("what does Ana drink?")
+    other = embed_query("what does Ana eat?")
+    assert first == second
+    assert first[1] == HashingEmbedder.model
+    assert other != first
+    assert counting.calls == [["what does Ana drink?"], ["what does Ana eat?"]]
+
+
+def test_a_failed_query_embedding_is_not_cached(counting):
+    counting.fail = True
+    with pytest.raises(EmbeddingUnavailable):
+        embed_query("what does Ana drink?")
+    counting.fail = False
+    vector, _ = embed_query("what does Ana drink?")
+    assert len(vector) == DIMENSIONS
+    assert len(counting.calls) == 2
+
+
+def test_the_query_cache_is_keyed_by_model(counting, monkeypatch):
+    embed_query("tea")
+    monkeypatch.setattr(counting, "model", "another-model", raising=False)
+    embed_query("tea")
+    assert len(counting.calls) == 2
 
 
 # The deterministic stand-in -------------------------------------------------------------------
@@ -262,9 +470,16 @@ def test_the_chooser_builds_each_configured_provider(settings, embeddings_server
     assert isinstance(require_embedder(), HashingEmbedder)
     settings.EMBEDDER = "local"
     settings.EMBEDDER_THREADS = 1
+    settings.LOCAL_RUNTIME = "torch"
     local_embedder = require_embedder()
     assert isinstance(local_embedder, local.LocalEmbedder)
     assert local_embedder.threads == 1
+    for runtime in local_onnx.VARIANTS:
+        settings.LOCAL_RUNTIME = runtime
+        onnx_embedder = require_embedder()
+        assert isinstance(onnx_embedder, local_onnx.OnnxEmbedder)
+        assert (onnx_embedder.runtime, onnx_embedder.threads) == (runtime, 1)
+        assert onnx_embedder.cache_dir == Path(settings.MODEL_CACHE_DIR)
     settings.EMBEDDER = "openai"
     settings.EMBEDDER_URL = embeddings_server.url
     settings.EMBEDDER_MODEL = "text-embedding-3-small"
@@ -305,13 +520,19 @@ def test_healthz_reports_no_embedder_as_ok(client, db, settings):
     }
 
 
-def test_healthz_reports_the_local_model_as_loadable_or_loaded(client, db, settings):
+@pytest.mark.parametrize("runtime", ["onnx", "onnx-int8", "torch"])
+def test_healthz_reports_the_local_model_its_runtime_and_whether_it_is_loaded(
+    client, db, settings, runtime
+):
     settings.EMBEDDER = "local"
+    settings.LOCAL_RUNTIME = runtime
     embedder = client.get("/healthz").json()["checks"]["embedder"]
     assert embedder["ok"] is True
-    assert embedder["model"] == "sentence-transformers/all-MiniLM-L6-v2"
+    assert embedder["runtime"] == runtime
+    assert embedder["model"] == require_embedder().model
+    assert embedder["model"].startswith("sentence-transformers/all-MiniLM-L6-v2")
     assert embedder["dimensions"] == DIMENSIONS
-    assert embedder["loaded"] == local.is_loaded()
+    assert embedder["loaded"] == require_embedder().loaded
 
 
 def test_healthz_probes_the_openai_embedder(client, db, settings, embeddings_server):

@@ -47,9 +47,8 @@ def search(api: Any, headers: dict[str, str], **body: Any) -> Any:
 
 def plant(tenant: Any, texts: list[str], **fact_fields: Any) -> list[Revision]:
     """Facts written straight to the tables, embedded with the hashing model (fast, many)."""
-    facts = Fact.objects.bulk_create(
-        Fact(tenant=tenant, type=fact_fields.pop("type", "note"), **fact_fields) for _ in texts
-    )
+    kind = fact_fields.pop("type", "note")  # popped once, for every fact alike
+    facts = Fact.objects.bulk_create(Fact(tenant=tenant, type=kind, **fact_fields) for _ in texts)
     vectors = HASHING.embed(texts)
     return Revision.objects.bulk_create(
         Revision(
@@ -598,3 +597,40 @@ def test_a_hit_carries_the_facts_api_shape_score_and_ranks(api, world):
     assert hit["fact"]["content"] == "sailing trip"
     assert hit["fact"]["type"] == "note"
     assert "embedding" not in hit["fact"]
+
+
+# --- reranking (kindmem/rerank.py), off unless KINDMEM_RERANK names one -------------------------
+
+
+def test_the_slot_reranker_moves_a_slots_older_value_below_every_other_hit(api, world, settings):
+    # given two facts filling one slot (the older written a month ago), and another fact
+    [old] = plant(world.tenant, ["drinks green tea every morning"], type="preference", key="drink")
+    plant(world.tenant, ["drinks black tea every morning"], type="preference", key="drink")
+    plant(world.tenant, ["a tea plantation trip one morning"])
+    Revision.objects.filter(pk=old.pk).update(created_at=timezone.now() - timedelta(days=30))
+    query = {"mode": "keyword", "query": "drinks tea every morning"}
+    before = hit_ids(search(api, world.admin.headers, **query))
+    # when the slot reranker is on
+    settings.RERANK = ("slot",)
+    after = hit_ids(search(api, world.admin.headers, **query))
+    # then the same hits, the slot's older value last
+    assert sorted(after) == sorted(before)
+    assert after == [h for h in before if h != str(old.fact_id)] + [str(old.fact_id)]
+
+
+@pytest.mark.parametrize("mode", ["keyword", "semantic", "hybrid"])
+def test_reranked_search_returns_top_k_of_a_deeper_pool_in_one_more_query(
+    api, world, settings, mode, django_assert_max_num_queries
+):
+    # given more coffee facts than a page, and every reranker on
+    plant(world.tenant, [f"coffee fact number {i}" for i in range(30)])
+    settings.RERANK = ("mmr", "recency", "trust", "slot")
+    search(api, world.admin.headers, mode=mode, query="coffee fact")  # warm caches
+    # when: the legs as without rerankers (see the fixed-count test above), plus the pool's
+    # vectors for mmr in one query
+    with django_assert_max_num_queries(9 + TENANT_QUERIES + AUDIT_QUERIES):
+        response = search(api, world.admin.headers, mode=mode, query="coffee fact", top_k=5)
+    # then a page of top_k, no hit twice
+    ids = hit_ids(response)
+    assert response.status_code == 200
+    assert len(ids) == len(set(ids)) == 5

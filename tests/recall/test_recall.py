@@ -192,6 +192,30 @@ def test_hybrid_recall_is_the_fused_order_of_its_legs_and_hits_carry_neighbours(
     assert any(h["message"]["before"] or h["message"]["after"] for h in hits)
 
 
+@pytest.mark.parametrize("mode", ["keyword", "semantic", "hybrid"])
+def test_reranked_recall_keeps_the_same_hits_reordered_with_their_neighbours(
+    api, world, hashing_embedder, history, settings, mode
+):
+    # given a recall whose pool (all of the reader's messages) fits in one page
+    body = {"selections": BOT, "mode": mode, "query": "refund parcel", "roles": ["user", "agent"]}
+    before = recall(api, world.app.headers, **body, top_k=10).json()["hits"]
+    # when every reranker that applies to messages is on
+    settings.RERANK = ("mmr", "recency")
+    after = recall(api, world.app.headers, **body, top_k=10).json()["hits"]
+    # then the same messages, each with the neighbours it had
+    assert before
+    assert sorted(h["message"]["text"] for h in after) == sorted(
+        h["message"]["text"] for h in before
+    )
+    neighbours = {
+        h["message"]["text"]: (h["message"]["before"], h["message"]["after"]) for h in before
+    }
+    assert all(
+        (h["message"]["before"], h["message"]["after"]) == neighbours[h["message"]["text"]]
+        for h in after
+    )
+
+
 def test_hybrid_recall_without_an_embedder_fails_loudly(api, world, history):
     response = recall(
         api, world.app.headers, selections=BOT, mode="hybrid", query="refund", top_k=3
