@@ -206,6 +206,7 @@ def test_onnx_embedder_reads_the_cache_without_torch_or_the_network(onnx_cache):
     assert done.stdout.split() == [str(DIMENSIONS), "False", "False"]
 
 
+@pytest.mark.slow
 def test_kindmem_run_converts_before_starting_and_finds_a_converted_file_done(onnx_cache, settings):
     # given: the module's converted cache (a first run would convert here, before any child)
     from config.management.commands.run import Command
@@ -227,9 +228,9 @@ def test_kindmem_run_converts_before_starting_and_finds_a_converted_file_done(on
     assert (done.returncode, done.stdout) == (0, ""), done.stderr
 
 
-def test_onnx_float_shares_the_models_name_and_int8_names_its_own(onnx_cache):
-    float32 = local_onnx.OnnxEmbedder(cache_dir=onnx_cache)
-    int8 = local_onnx.OnnxEmbedder(cache_dir=onnx_cache, variant=local_onnx.INT8)
+def test_onnx_float_shares_the_models_name_and_int8_names_its_own(tmp_path):
+    float32 = local_onnx.OnnxEmbedder(cache_dir=tmp_path)
+    int8 = local_onnx.OnnxEmbedder(cache_dir=tmp_path, variant=local_onnx.INT8)
     assert float32.model == local.LocalEmbedder.model == local.MODEL_NAME
     assert int8.model == f"{local.MODEL_NAME}:int8"
     assert (float32.runtime, int8.runtime, local.LocalEmbedder().runtime) == (
