@@ -144,7 +144,10 @@ def _export(source: Path, target: Path) -> None:
     _offline()
     import numpy as np
     import torch
+    import transformers
     from transformers import AutoModel
+
+    transformers.utils.logging.disable_progress_bar()  # no progress bars in server logs
 
     # Eager attention traces to plain MatMul/Softmax; SDPA's Python-side branches on the mask
     # would be frozen into the graph for the example's shape.
@@ -340,3 +343,13 @@ class OnnxEmbedder:
             message = f"The local model (ONNX) failed: {exc.__class__.__name__}: {exc}"
             raise EmbeddingFailed(message) from exc
         return out.astype(float).tolist()
+
+
+if __name__ == "__main__":  # python -m embeddings.local_onnx CACHE_DIR [VARIANT] (kindmem run)
+    import sys
+
+    folder, variant = Path(sys.argv[1]), (sys.argv[2] if len(sys.argv) > 2 else FLOAT)
+    if not cached_file(folder, local.model_path(), variant).is_file():
+        print(f"Converting the local model for ONNX Runtime ({variant}; once, offline) ...")
+        sys.stdout.flush()
+    ensure_converted(folder, variant)

@@ -206,9 +206,31 @@ def test_onnx_embedder_reads_the_cache_without_torch_or_the_network(onnx_cache):
     assert done.stdout.split() == [str(DIMENSIONS), "False", "False"]
 
 
-def test_onnx_float_shares_the_models_name_and_int8_names_its_own(onnx_cache):
-    float32 = local_onnx.OnnxEmbedder(cache_dir=onnx_cache)
-    int8 = local_onnx.OnnxEmbedder(cache_dir=onnx_cache, variant=local_onnx.INT8)
+@pytest.mark.slow
+def test_kindmem_run_converts_before_starting_and_finds_a_converted_file_done(onnx_cache, settings):
+    # given: the module's converted cache (a first run would convert here, before any child)
+    from config.management.commands.run import Command
+
+    settings.MODEL_CACHE_DIR = onnx_cache
+    settings.LOCAL_RUNTIME = "onnx"
+    before = {p: p.stat().st_mtime_ns for p in onnx_cache.glob("*.onnx")}
+    # when
+    Command()._convert_local_model()
+    # then: nothing converted again, and the module's command line says so by silence
+    assert {p: p.stat().st_mtime_ns for p in onnx_cache.glob("*.onnx")} == before
+    done = subprocess.run(
+        [sys.executable, "-m", "embeddings.local_onnx", str(onnx_cache), "onnx-int8"],
+        env={**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(ROOT)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert (done.returncode, done.stdout) == (0, ""), done.stderr
+
+
+def test_onnx_float_shares_the_models_name_and_int8_names_its_own(tmp_path):
+    float32 = local_onnx.OnnxEmbedder(cache_dir=tmp_path)
+    int8 = local_onnx.OnnxEmbedder(cache_dir=tmp_path, variant=local_onnx.INT8)
     assert float32.model == local.LocalEmbedder.model == local.MODEL_NAME
     assert int8.model == f"{local.MODEL_NAME}:int8"
     assert (float32.runtime, int8.runtime, local.LocalEmbedder().runtime) == (

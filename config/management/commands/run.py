@@ -6,6 +6,7 @@ from __future__ import annotations
 import logging
 import os
 import signal
+import subprocess
 import sys
 import time
 from collections.abc import Callable
@@ -57,6 +58,8 @@ class Command(BaseCommand):
                 # otherwise load the model only to seed a handful of facts.
                 env["KINDMEM_EMBEDDER"] = settings.EMBEDDER = "local"
                 settings.EMBED_BUDGET_MS = 0
+        if settings.EMBEDDER == "local" and settings.LOCAL_RUNTIME != "torch":
+            self._convert_local_model()
         supervisor = Supervisor(
             children=self._children(env, host=host, port=port, mcp_port=mcp_port),
             state_file=settings.DATA_DIR / "supervisor.json",
@@ -94,6 +97,17 @@ class Command(BaseCommand):
         finally:
             logger.warning("stopping: web, beat, worker, broker, then the database")
             supervisor.stop_all()
+
+    def _convert_local_model(self) -> None:
+        """The ONNX file of the local model, made now if this is its first run (once, offline,
+        tens of seconds) rather than by the first search of a web process. In a process of
+        its own: torch, which the conversion needs, then leaves with it."""
+        command = [sys.executable, "-m", "embeddings.local_onnx", str(settings.MODEL_CACHE_DIR)]
+        command.append(settings.LOCAL_RUNTIME)
+        # our own interpreter and module, with arguments from settings
+        done = subprocess.run(command, stderr=subprocess.PIPE, text=True, check=False)  # noqa: S603
+        if done.returncode != 0:  # the embedder then fails loudly where it is used
+            logger.warning("the local model could not be converted: %s", done.stderr[-2000:])
 
     @staticmethod
     def _embedded_broker() -> bool:
