@@ -14,6 +14,7 @@ API read starts from (see DESIGN.md rule 3; the guard is `kindmem.guards.fact_gu
 from __future__ import annotations
 
 import uuid
+from collections.abc import Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING
 
@@ -34,6 +35,7 @@ from facts.policies import SweepKind as SweepKind
 from facts.policies import SweepReport as SweepReport
 from facts.policies import WritePolicy as WritePolicy
 from facts.policies import WritePolicyKind as WritePolicyKind
+from kindmem import prepared
 from kindmem.fulltext import TEXT_CONFIG
 from kindmem.guards import fact_guard
 from kindmem.holds import held_among, held_condition
@@ -261,9 +263,10 @@ class RevisionQuerySet(models.QuerySet["Revision"]):
         it is not re-embedded."""
         return self.current().filter(Q(embedding__isnull=True) | ~Q(embedding_model=model))
 
-    def live(self) -> RevisionQuerySet:
-        """What a read returns (DESIGN rule 3): current, approved, unexpired."""
-        return self.current().approved().unexpired()
+    def live(self, now: datetime | None = None) -> RevisionQuerySet:
+        """What a read returns (DESIGN rule 3): current, approved, unexpired (now, or at `now`
+        when the caller took the time already, never earlier: see `unexpired`)."""
+        return self.current().approved().unexpired(at=now)
 
 
 class Revision(models.Model):
@@ -453,6 +456,31 @@ class Subject(models.Model):
 
     def __str__(self) -> str:
         return f"{self.kind}:{self.subject_id}"
+
+
+def _subjects_of(revision_ids: tuple[uuid.UUID, ...]) -> models.QuerySet[Subject]:
+    return Subject.objects.filter(revision_id__in=revision_ids)
+
+
+def load_subjects(revisions: Sequence[Revision]) -> None:
+    """Load every revision's subjects in one query, as `prefetch_related("subjects")` does
+    (`revision.subjects.all()` then reads them without a query), with the SQL compiled once
+    per number of revisions (kindmem.prepared): what a search or a write renders."""
+    if not revisions:
+        return
+    ids = tuple(r.pk for r in revisions)
+    by_revision: dict[uuid.UUID, list[Subject]] = {pk: [] for pk in ids}
+    for subject in prepared.fetch("fact-subjects", _subjects_of, ids):
+        by_revision[subject.revision_id].append(subject)
+    for revision in revisions:
+        # what Django's prefetch leaves behind: the manager's queryset, its result filled in
+        cached = revision.subjects.get_queryset()
+        cached._result_cache = by_revision[revision.pk]
+        cached._prefetch_done = True
+        revision._prefetched_objects_cache = {
+            **getattr(revision, "_prefetched_objects_cache", {}),
+            "subjects": cached,
+        }
 
 
 class Link(models.Model):

@@ -19,17 +19,19 @@ import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from functools import cached_property
 from typing import Any
 
 from django.db import connection, transaction
-from django.db.models import F, Value, prefetch_related_objects
+from django.db.models import F, Value
+from django.utils import timezone
+from pgvector import Vector
 from pgvector.django import CosineDistance
 
 from embeddings.providers import embed_query
-from facts.models import Revision, RevisionQuerySet
+from facts.models import Revision, RevisionQuerySet, load_subjects
+from kindmem import prepared
 from kindmem.access import Readers
-from kindmem.fulltext import keyword_matches
+from kindmem.fulltext import KeywordQuery, keyword_matches
 from kindmem.fusion import HYBRID
 
 MODES = ("keyword", "semantic", "hybrid")
@@ -59,12 +61,6 @@ class FactSearch:
     tags: Sequence[str] = ()
     valid_at: datetime | None = None
 
-    @cached_property
-    def readable(self) -> RevisionQuerySet:
-        """`searchable(self)`, built once per search: building the guard is most of the ORM's
-        cost of a search, and both hybrid legs start from it (each leg clones it)."""
-        return searchable(self)
-
 
 @dataclass
 class SearchHit:
@@ -75,12 +71,12 @@ class SearchHit:
     ranks: dict[str, int]
 
 
-def searchable(search: FactSearch) -> RevisionQuerySet:
-    """What every leg searches: the reader's live revisions, narrowed. The guard is a WHERE
-    condition of the one query each leg runs, so it applies before the leg's LIMIT."""
+def searchable(search: FactSearch, now: datetime | None = None) -> RevisionQuerySet:
+    """What every leg searches: the reader's live revisions (at `now`), narrowed. The guard is
+    a WHERE condition of the one query each leg runs, so it applies before the leg's LIMIT."""
     qs = (
         Revision.objects.of_tenant(search.tenant_id)
-        .live()
+        .live(now)
         .readable_by(search.readers)
         .narrowed(type=search.type, scope=dict(search.scope))
     )
@@ -96,13 +92,70 @@ def _rendered(qs: RevisionQuerySet) -> RevisionQuerySet:
     return qs.select_related("fact").defer("embedding", "search_vector", "search_text")
 
 
+# Each leg's query is built by the ORM once per shape of its inputs (the reader's kind, the
+# filters given, the depth) and reused with each search's values (kindmem.prepared): building
+# and compiling the guard, the holds and BM25 cost several times what running them does.
+@dataclass(frozen=True)
+class _LegInputs:
+    """Everything a leg's SQL is built from; the rest of its SQL is fixed."""
+
+    search: FactSearch
+    now: datetime
+    words: KeywordQuery | None = None
+    vector: Vector | None = None
+    model: str = ""
+
+
+def _search_inputs(search: FactSearch) -> FactSearch:
+    # only what the legs' SQL reads; the text, the mode and top_k reach it by other ways
+    return FactSearch(
+        tenant_id=search.tenant_id,
+        readers=search.readers,
+        mode="",
+        query="",
+        type=search.type,
+        scope=dict(search.scope),
+        tags=tuple(sorted(set(search.tags))),
+        valid_at=search.valid_at,
+    )
+
+
+def _keyword_query(inputs: _LegInputs, limit: int) -> RevisionQuerySet:
+    assert inputs.words is not None
+    readable = _rendered(searchable(inputs.search, inputs.now))
+    return keyword_matches(readable, "search_vector", inputs.words).order_by("-score", "id")[:limit]
+
+
+def _semantic_candidates(inputs: _LegInputs) -> RevisionQuerySet:
+    return (
+        _rendered(searchable(inputs.search, inputs.now))
+        .filter(embedding__isnull=False, embedding_model=inputs.model)
+        .annotate(distance=CosineDistance("embedding", inputs.vector))
+    )
+
+
+def _semantic_query(inputs: _LegInputs, limit: int) -> RevisionQuerySet:
+    return _semantic_candidates(inputs).order_by("distance", "id")[:limit]
+
+
+def _exact_query(inputs: _LegInputs, limit: int) -> RevisionQuerySet:
+    # Ordering by `distance + 0` keeps the HNSW index (which only serves
+    # `ORDER BY embedding <=> q`) out of the plan.
+    return _semantic_candidates(inputs).order_by(F("distance") + Value(0.0), "id")[:limit]
+
+
 def keyword_leg(search: FactSearch, limit: int) -> list[tuple[Revision, float]]:
     """The best `limit` full-text matches of the query's words (any of them; quoted phrases
     required, `-word` excluded: `kindmem.fulltext`), by BM25 over the readable matches; ties by
     id so that the order is total."""
-    rows = keyword_matches(_rendered(search.readable), "search_vector", search.query).order_by(
-        "-score", "id"
-    )[:limit]
+    words = KeywordQuery.parse(search.query)
+    if words.match() is None:
+        return []  # nothing to search with: no query at all
+    now = timezone.now()
+    inputs = _LegInputs(search=_search_inputs(search), now=now, words=words)
+    rows = prepared.fetch(
+        ("fact-search-keyword", limit), lambda i: _keyword_query(i, limit), inputs
+    )
     return [(r, float(r.score)) for r in rows]
 
 
@@ -111,7 +164,15 @@ def semantic_leg(
 ) -> list[tuple[Revision, float]]:
     """The `limit` readable revisions nearest `vector` (cosine), among vectors of `model` only:
     distances across two models' spaces mean nothing. Score: cosine similarity."""
-    with transaction.atomic():
+    inputs = _LegInputs(
+        search=_search_inputs(search),
+        now=timezone.now(),
+        vector=Vector(list(vector)),
+        model=model,
+    )
+    # No savepoint inside a request's transaction (two round trips): the settings then last
+    # until the request commits, which changes nothing else, as only HNSW scans read them.
+    with transaction.atomic(savepoint=False):
         # Per transaction (set_config(..., true) is SET LOCAL): iterative index scans, so that
         # rows the guard filters out do not shrink the page; strict order keeps the ranking
         # exact among what the scan visits.
@@ -122,19 +183,17 @@ def semantic_leg(
                 " set_config('hnsw.max_scan_tuples', %s, true)",
                 [str(EF_SEARCH), str(MAX_SCAN_TUPLES)],
             )
-        candidates = (
-            _rendered(search.readable)
-            .filter(embedding__isnull=False, embedding_model=model)
-            .annotate(distance=CosineDistance("embedding", list(vector)))
+        rows = prepared.fetch(
+            ("fact-search-semantic", limit), lambda i: _semantic_query(i, limit), inputs
         )
-        rows = list(candidates.order_by("distance", "id")[:limit])
         if len(rows) < limit:
             # Fewer than asked: either the readable set is that small, or the index scan gave
             # up early (`max_scan_tuples`, its memory cap, dead index entries awaiting vacuum).
             # Either way an exact scan of the readable set answers completely, and it is cheap
-            # exactly when this happens for the first reason. Ordering by `distance + 0` keeps
-            # the HNSW index (which only serves `ORDER BY embedding <=> q`) out of the plan.
-            rows = list(candidates.order_by(F("distance") + Value(0.0), "id")[:limit])
+            # exactly when this happens for the first reason.
+            rows = prepared.fetch(
+                ("fact-search-exact", limit), lambda i: _exact_query(i, limit), inputs
+            )
     return [(r, 1.0 - float(r.distance)) for r in rows]
 
 
@@ -181,5 +240,5 @@ def fact_search_embedded(
         }
         fused = HYBRID.fuse(legs, key=lambda r: r.pk)[: search.top_k]
         hits = [SearchHit(revision=f.item, score=f.score, ranks=dict(f.ranks)) for f in fused]
-    prefetch_related_objects([h.revision for h in hits], "subjects")
+    load_subjects([h.revision for h in hits])
     return hits
