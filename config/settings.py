@@ -180,7 +180,15 @@ DATABASES = {"default": _app_login if DATABASE_LOGIN == "app" else _migration_lo
 # autocommit: on the request's connection its counter row would stay locked until the request's
 # transaction commits, and every write of one credential would queue behind the one before.
 # Tests mirror it onto the default connection (one transaction per test).
-DATABASES["cache"] = {**DATABASES["default"], "TEST": {"MIRROR": "default"}}
+# Its commits do not wait for the WAL flush (a counter lost in a server crash only lets a few
+# more writes through for a minute); nothing but the throttle uses the cache.
+_cache_options = dict(DATABASES["default"].get("OPTIONS", {}))
+_cache_options["options"] = f"{_cache_options.get('options', '')} -c synchronous_commit=off".strip()
+DATABASES["cache"] = {
+    **DATABASES["default"],
+    "OPTIONS": _cache_options,
+    "TEST": {"MIRROR": "default"},
+}
 DATABASE_ROUTERS = ["config.routers.CacheRouter"]
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
