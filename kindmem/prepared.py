@@ -177,7 +177,10 @@ class _NotReusable(Exception):
     """The compiled query holds something that is not a placeholder's parameter."""
 
 
-def _binder_for(param: Any, index: dict[Any, tuple[int, str]]) -> _Binder | None:
+def _binder_for(
+    param: Any, index: dict[Any, tuple[int, str]], needles: list[str]
+) -> _Binder | None:
+    """How to make `param` from the caller's values; None for a constant of the query."""
     if isinstance(param, datetime):
         if param not in index:
             # a time the build took for itself (a `timezone.now()`): reused, it would go stale
@@ -188,11 +191,19 @@ def _binder_for(param: Any, index: dict[Any, tuple[int, str]]) -> _Binder | None
         k, form = index[param]
         return _bind_one(k, form)
     if isinstance(param, list | tuple):
-        parts = [_binder_for(p, index) for p in param]
+        parts = [_binder_for(p, index, needles) for p in param]
         if any(parts):
             kind = type(param)
             fixed = list(param)
             return lambda values: kind(b(values) if b else fixed[i] for i, b in enumerate(parts))
+        return None
+    if param is None or isinstance(param, bool | int | float | uuid.UUID):
+        return None
+    # A placeholder inside a parameter made from it (a LIKE pattern, a JSON adapter, ...)
+    # cannot be replaced: reused, the query would look for the placeholder.
+    text = param if isinstance(param, str) else repr(param)
+    if any(needle in text for needle in needles):
+        raise _NotReusable("a value inside a parameter built from it")
     return None
 
 
@@ -256,14 +267,16 @@ def _compile(qs: QuerySet, values: list[Any]) -> _Template | _Empty | None:
     except EmptyResultSet:
         return _Empty()
     index = _placeholder_index(values)
-    if any(isinstance(p, str) and p in sql for p in index):
+    # what a placeholder looks like written out: in the SQL, or inside another parameter
+    needles = [p if isinstance(p, str) else repr(p) for p in index if not isinstance(p, uuid.UUID)]
+    if any(needle in sql for needle in needles):
         logger.warning("a query holds a value inline, not as a parameter: not reused")
         return None
     try:
         binders = [
             (position, bind)
             for position, param in enumerate(params)
-            if (bind := _binder_for(param, index)) is not None
+            if (bind := _binder_for(param, index, needles)) is not None
         ]
     except _NotReusable as exc:
         logger.warning("a query is not reused: %s", exc)

@@ -198,3 +198,23 @@ def test_a_run_token_is_looked_up_through_its_compiled_query(api, world) -> None
 
     # then: one compiled lookup served both credentials
     assert len(compiled("auth-run")) == 1
+
+
+@pytest.mark.parametrize(
+    "lookup",
+    [
+        lambda text: Q(search_text__contains=text),  # a LIKE pattern made from the value
+        lambda text: Q(content__contains={"text": text}),  # a JSON adapter holding it
+    ],
+)
+def test_a_value_inside_a_parameter_built_from_it_is_never_reused(world, lookup) -> None:
+    # given: a fact, and a query whose parameter is made from the value, not the value itself
+    revision = note(world.admin.principal, {"text": "green tea"}, {})
+
+    def matching(text: str) -> Any:
+        return Revision.objects.filter(lookup(text))
+
+    # when / then: each value gets its own answer, and the query is not compiled for reuse
+    assert [r.pk for r in prepared.fetch("t-built", matching, "green tea")] == [revision.pk]
+    assert prepared.fetch("t-built", matching, "black coffee") == []
+    assert compiled("t-built") == [None]
