@@ -18,11 +18,13 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING
 
+from django.contrib.postgres.expressions import ArraySubquery
 from django.contrib.postgres.fields import ArrayField
 from django.contrib.postgres.indexes import GinIndex
 from django.contrib.postgres.search import SearchVector, SearchVectorField
 from django.db import models
 from django.db.models import Exists, OuterRef, Q
+from django.db.models.functions import JSONObject
 from django.utils import timezone
 from pgvector.django import HnswIndex, VectorField
 
@@ -35,7 +37,6 @@ from facts.policies import SweepKind as SweepKind
 from facts.policies import SweepReport as SweepReport
 from facts.policies import WritePolicy as WritePolicy
 from facts.policies import WritePolicyKind as WritePolicyKind
-from kindmem import prepared
 from kindmem.fulltext import TEXT_CONFIG
 from kindmem.guards import fact_guard
 from kindmem.holds import held_among, held_condition
@@ -458,26 +459,32 @@ class Subject(models.Model):
         return f"{self.kind}:{self.subject_id}"
 
 
-def _subjects_of(revision_ids: tuple[uuid.UUID, ...]) -> models.QuerySet[Subject]:
-    return Subject.objects.filter(revision_id__in=revision_ids)
+def subject_rows() -> ArraySubquery:
+    """Every subject of the revision, as one array column of the query that reads it (what a
+    search or a write renders), so that no second query has to fetch them; see
+    `attach_subjects`."""
+    return ArraySubquery(
+        Subject.objects.filter(revision_id=OuterRef("pk"))
+        .order_by("id")
+        .values(row=JSONObject(id="id", kind="kind", subject_id="subject_id"))
+    )
 
 
-def load_subjects(revisions: Sequence[Revision]) -> None:
-    """Load every revision's subjects in one query, as `prefetch_related("subjects")` does
-    (`revision.subjects.all()` then reads them without a query), with the SQL compiled once
-    per number of revisions (kindmem.prepared): what a search or a write renders."""
-    if not revisions:
-        return
-    ids = tuple(r.pk for r in revisions)
-    by_revision: dict[uuid.UUID, list[Subject]] = {pk: [] for pk in ids}
-    for subject in prepared.fetch("fact-subjects", _subjects_of, ids):
-        by_revision[subject.revision_id].append(subject)
+def attach_subjects(revisions: Sequence[Revision], column: str = "subject_rows") -> None:
+    """Make `revision.subjects.all()` read what `subject_rows()` brought in `column`, as
+    `prefetch_related("subjects")` would have (no query per revision)."""
+    names = ["id", "tenant_id", "revision_id", "fact_id", "kind", "subject_id"]
     for revision in revisions:
+        of_revision = (revision.tenant_id, revision.pk, revision.fact_id)
+        found = [
+            Subject.from_db("default", names, (s["id"], *of_revision, s["kind"], s["subject_id"]))
+            for s in getattr(revision, column)
+        ]
         # what Django's prefetch leaves behind: the manager's queryset, its result filled in
         cached = revision.subjects.get_queryset()
-        cached._result_cache = by_revision[revision.pk]
-        cached._prefetch_done = True
-        revision._prefetched_objects_cache = {
+        cached._result_cache = found
+        cached._prefetch_done = True  # type: ignore[attr-defined]
+        revision._prefetched_objects_cache = {  # type: ignore[attr-defined]
             **getattr(revision, "_prefetched_objects_cache", {}),
             "subjects": cached,
         }

@@ -18,7 +18,7 @@ from rest_framework.response import Response
 
 from audit.recording import AuditedView
 from facts import links, services
-from facts.models import Revision, RevisionQuerySet, load_subjects
+from facts.models import Revision, RevisionQuerySet, attach_subjects, subject_rows
 from facts.serializers import (
     FactCreateInput,
     FactListInput,
@@ -83,7 +83,7 @@ def _write_response(
     code = status.HTTP_200_OK if result.outcome == services.Outcome.UNCHANGED else created_status
     # read back as stored (JSON as the database keeps it), compiled once (kindmem.prepared)
     [revision] = prepared.fetch("fact-written", _written, result.revision.pk)
-    load_subjects([revision])
+    attach_subjects([revision])
     audit_revisions(view, [revision])
     view.audit.query_snapshot = {"outcome": result.outcome, "version": revision.version}
     body = {
@@ -101,6 +101,7 @@ def _written(pk: uuid.UUID) -> RevisionQuerySet:
         Revision.objects.filter(pk=pk)
         .select_related("fact")
         .defer("embedding", "search_vector", "search_text")
+        .annotate(subject_rows=subject_rows())
     )
 
 

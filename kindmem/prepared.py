@@ -35,7 +35,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from django.core.exceptions import EmptyResultSet
-from django.db import connection
+from django.db import connection, transaction
 from django.db.models import Model, QuerySet
 from django.db.models.query import get_related_populators
 from pgvector import Vector
@@ -222,14 +222,15 @@ class _Template:
     converters: list[tuple[int, tuple[list[Any], Any]]]
     db: str
 
-    def run(self, values: list[Any]) -> list[Model]:
-        """The rows for these values, as `ModelIterable` makes them (select_related included)."""
+    def bound(self, values: list[Any]) -> list[Any]:
+        """The parameters for these values."""
         params = list(self.params)
         for position, bind in self.binders:
             params[position] = bind(values)
-        with connection.cursor() as cursor:
-            cursor.execute(self.sql, params)
-            rows = cursor.fetchall()
+        return params
+
+    def models(self, rows: list[tuple[Any, ...]]) -> list[Model]:
+        """The rows as `ModelIterable` makes them (select_related and annotations included)."""
         out = []
         for fetched in rows:
             row = list(fetched)
@@ -249,9 +250,6 @@ class _Template:
 
 class _Empty:
     """A shape the ORM answers without a query (an empty IN list it cannot satisfy, none())."""
-
-    def run(self, values: list[Any]) -> list[Model]:
-        return []
 
 
 _templates: OrderedDict[Hashable, _Template | _Empty | None] = OrderedDict()
@@ -292,11 +290,45 @@ def _compile(qs: QuerySet, values: list[Any]) -> _Template | _Empty | None:
         model=klass_info["model"],
         init_list=[f[0].target.attname for f in select[model_fields]],
         model_fields=model_fields,
-        related_populators=get_related_populators(klass_info, select, qs.db),
+        # django-stubs describe Django 6's signature (a fetch mode); 5.2's takes these three
+        related_populators=get_related_populators(klass_info, select, qs.db),  # type: ignore[call-arg]
         annotation_col_map=dict(compiler.annotation_col_map or {}),
         converters=list(converters.items()),
         db=qs.db,
     )
+
+
+@dataclass(frozen=True)
+class Query:
+    """`build(inputs)`, compiled once per shape of `inputs` under `key` (see `fetch`)."""
+
+    key: Hashable
+    build: Callable[[Any], QuerySet]
+    inputs: Any
+
+
+def _template(query: Query) -> tuple[_Template | _Empty | None, list[Any]]:
+    """The query's template (None: it runs through the ORM) and the values to bind."""
+    walk = _Walk()
+    try:
+        shape = walk.shape(query.inputs)
+    except TypeError:  # an input with no placeholder: through the ORM, every time
+        logger.warning("a query's inputs have no shape: not reused", exc_info=True)
+        return None, []
+    cache_key = (query.key, _hashable(shape))
+    try:
+        template = _templates[cache_key]
+    except KeyError:
+        try:
+            template = _compile(query.build(shape), walk.values)
+        except Exception:  # the ORM refused a placeholder: this shape runs through the ORM
+            logger.debug("a query shape is not reused", exc_info=True)
+            template = None
+        with _lock:
+            _templates[cache_key] = template
+            while len(_templates) > MAX_SHAPES:
+                _templates.popitem(last=False)
+    return template, walk.values
 
 
 def fetch(key: Hashable, build: Callable[[Any], QuerySet], inputs: Any) -> list[Any]:
@@ -305,27 +337,63 @@ def fetch(key: Hashable, build: Callable[[Any], QuerySet], inputs: Any) -> list[
     instances (no `.values()`), and takes any time it filters by from `inputs` (a read's "now"
     too: a time the build took itself would be reused stale, so such a query is never reused).
     """
-    walk = _Walk()
-    try:
-        shape = walk.shape(inputs)
-    except TypeError:  # an input with no placeholder: through the ORM, every time
-        logger.warning("a query's inputs have no shape: not reused", exc_info=True)
-        return list(build(inputs))
-    cache_key = (key, _hashable(shape))
-    template = _templates.get(cache_key, False)
-    if template is False:
-        try:
-            template = _compile(build(shape), walk.values)
-        except Exception:  # the ORM refused a placeholder: this shape runs through the ORM
-            logger.debug("a query shape is not reused", exc_info=True)
-            template = None
-        with _lock:
-            _templates[cache_key] = template
-            while len(_templates) > MAX_SHAPES:
-                _templates.popitem(last=False)
-    if template is None:
-        return list(build(inputs))
-    return template.run(walk.values)
+    [rows] = fetch_together(Query(key, build, inputs))
+    return rows
+
+
+def fetch_together(*queries: Query, first: tuple[str, list[Any]] | None = None) -> list[list[Any]]:
+    """Each query's rows (as `fetch` gives them), all sent in one round trip: one message of
+    several statements, which the server runs in one transaction of its own when none is open.
+    `first` is a statement (SQL and parameters) run before them in that transaction, whose
+    result is not read: `set_config(..., true)` there holds for the queries that follow.
+
+    Only Django's default client-side binding sends several statements at once; with
+    server-side binding, or when a query cannot be reused, they run one by one in a
+    transaction (a savepoint-less atomic block, so `first` still holds for them)."""
+    planned = [_template(q) for q in queries]
+    # Django's psycopg cursors bind client-side unless OPTIONS asks for server-side binding
+    together = connection.settings_dict["OPTIONS"].get("server_side_binding") is not True
+    if not together or any(template is None for template, _ in planned):
+        return _one_by_one(queries, planned, first)
+    statements, params = ([first[0]], list(first[1])) if first else ([], [])
+    for template, values in planned:
+        if isinstance(template, _Template):
+            statements.append(template.sql)
+            params.extend(template.bound(values))
+    if len(statements) == (1 if first else 0):
+        return [[] for _ in planned]  # every query is one the ORM answers without SQL
+    out: list[list[Any]] = []
+    with connection.cursor() as cursor:
+        cursor.execute(";\n".join(statements), params)
+        if first:
+            cursor.nextset()
+        for template, _ in planned:
+            if isinstance(template, _Template):
+                out.append(template.models(cursor.fetchall()))
+                cursor.nextset()
+            else:
+                out.append([])
+    return out
+
+
+def _one_by_one(
+    queries: tuple[Query, ...],
+    planned: list[tuple[_Template | _Empty | None, list[Any]]],
+    first: tuple[str, list[Any]] | None,
+) -> list[list[Any]]:
+    out: list[list[Any]] = []
+    with transaction.atomic(savepoint=False), connection.cursor() as cursor:
+        if first:
+            cursor.execute(*first)
+        for query, (template, values) in zip(queries, planned, strict=True):
+            if template is None:
+                out.append(list(query.build(query.inputs)))
+            elif isinstance(template, _Template):
+                cursor.execute(template.sql, template.bound(values))
+                out.append(template.models(cursor.fetchall()))
+            else:
+                out.append([])
+    return out
 
 
 def forget() -> None:
