@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -65,47 +66,68 @@ def audit_record(
     order: a reader paging by `since_seq` cannot pass an event that has not committed yet.
     """
     run = principal.run
+    event = AuditEvent(
+        tenant_id=principal.tenant_id,
+        timestamp=timezone.now(),
+        phase=note.phase,
+        outcome=outcome,
+        error_code=error_code,
+        kind=note.kind,
+        endpoint=endpoint[:100],
+        principal=principal.id,
+        principal_kind=principal.kind,
+        run_id=run.id if run else None,
+        agent_id=run.agent.agent_id if run else "",
+        object_ids=list(dict.fromkeys(note.object_ids)),
+        subjects=sorted(note.subjects),
+        project_id=note.project_id or (run.project_id if run else None),
+        query_snapshot=dict(note.query_snapshot),
+    )
+    columns = [f for f in AuditEvent._meta.concrete_fields if not f.primary_key]
+    values = [f.get_db_prep_save(getattr(event, f.attname), connection) for f in columns]
+    snapshot = next(i for i, f in enumerate(columns) if f.name == "query_snapshot")
     # savepoint=False: inside the view's transaction this adds no SAVEPOINT round trips; on
     # its own it opens the transaction that holds the advisory lock until commit.
-    with transaction.atomic(savepoint=False):
-        # One round trip: the lock, the tenant's query-text policy, and for a read an
-        # asynchronous commit. A read's transaction writes nothing but its audit event, so it
-        # need not wait for the WAL flush; a crash of the database server may lose the last
-        # fraction of a second of read events (never a write's: a write's event commits with
-        # the write, durably). Waiting for that flush on every read cost more than the whole
-        # rest of auditing.
-        with connection.cursor() as cursor:
-            cursor.execute(
-                "SELECT pg_advisory_xact_lock(%s),"
-                " (SELECT record_query_text FROM audit_auditpolicy WHERE tenant_id = %s),"
-                " CASE WHEN %s THEN set_config('synchronous_commit', 'off', true) END",
-                [
-                    _tenant_lock_key(principal.tenant_id),
-                    principal.tenant_id,
-                    not durable,
-                ],
-            )
-            record_query_text = cursor.fetchone()[1]
-        snapshot = dict(note.query_snapshot)
-        if not record_query_text:
-            snapshot.pop("query", None)
-        return AuditEvent.objects.create(
-            tenant_id=principal.tenant_id,
-            timestamp=timezone.now(),
-            phase=note.phase,
-            outcome=outcome,
-            error_code=error_code,
-            kind=note.kind,
-            endpoint=endpoint[:100],
-            principal=principal.id,
-            principal_kind=principal.kind,
-            run_id=run.id if run else None,
-            agent_id=run.agent.agent_id if run else "",
-            object_ids=list(dict.fromkeys(note.object_ids)),
-            subjects=sorted(note.subjects),
-            project_id=note.project_id or (run.project_id if run else None),
-            query_snapshot=snapshot,
+    with transaction.atomic(savepoint=False), connection.cursor() as cursor:
+        # One statement, one round trip: the lock (taken before the insert draws its `seq`,
+        # the CTE being read first), the tenant's query-text policy (without it the snapshot
+        # keeps no query text), and for a read an asynchronous commit. A read's transaction
+        # writes nothing but its audit event, so it need not wait for the WAL flush; a crash
+        # of the database server may lose the last fraction of a second of read events (never
+        # a write's: a write's event commits with the write, durably). Waiting for that flush
+        # on every read cost more than the whole rest of auditing.
+        cursor.execute(
+            _INSERT.format(
+                table=connection.ops.quote_name(AuditEvent._meta.db_table),
+                columns=", ".join(connection.ops.quote_name(str(f.column)) for f in columns),
+                values=", ".join(_SNAPSHOT if i == snapshot else "%s" for i in range(len(columns))),
+            ),
+            [
+                _tenant_lock_key(principal.tenant_id),
+                principal.tenant_id,
+                not durable,
+                *values[:snapshot],
+                values[snapshot],
+                values[snapshot],
+                *values[snapshot + 1 :],
+            ],
         )
+        event.seq, stored = cursor.fetchone()
+    event.query_snapshot = json.loads(stored) if isinstance(stored, str) else stored
+    event._state.adding = False
+    event._state.db = connection.alias
+    return event
+
+
+_INSERT = (
+    "WITH policy AS MATERIALIZED (SELECT pg_advisory_xact_lock(%s) AS locked,"
+    " (SELECT record_query_text FROM audit_auditpolicy WHERE tenant_id = %s) AS query_text,"
+    " CASE WHEN %s THEN set_config('synchronous_commit', 'off', true) END AS asynchronous)"
+    " INSERT INTO {table} ({columns}) SELECT {values} FROM policy"
+    ' RETURNING "seq", "query_snapshot"'
+)
+# the snapshot keeps its query text only where the tenant's policy says to record it
+_SNAPSHOT = "CASE WHEN policy.query_text THEN %s::jsonb ELSE %s::jsonb - 'query' END"
 
 
 ERASED_MARK = "erased"

@@ -18,10 +18,16 @@ moves it fails there, not in production.
 
 from __future__ import annotations
 
+import gc
 import json
+import logging
 import socket
+import threading
+from typing import Any
 
 from gunicorn import util
+
+logger = logging.getLogger(__name__)
 
 wsgi_app = "config.wsgi"
 
@@ -59,3 +65,26 @@ def write_json_error(sock: socket.socket, status_int: int, reason: str, mesg: st
 
 
 util.write_error = write_json_error
+
+
+def post_worker_init(worker: Any) -> None:
+    """Load the embedder (the local model: seconds, most of it importing torch) as each worker
+    starts, beside it in a thread, rather than in the first search or write it serves: that
+    request waited for the load, and on a loaded machine past gunicorn's timeout, which killed
+    the worker mid-request (a 500)."""
+    threading.Thread(target=_warm_embedder, name="kindmem-warm-embedder", daemon=True).start()
+
+
+def _warm_embedder() -> None:
+    from embeddings.providers import get_embedder
+
+    try:
+        embedder = get_embedder()
+        warm = getattr(embedder, "warm", None)
+        if warm is not None:
+            warm()
+    except Exception:  # a request will meet the same failure and say so; nothing to do here
+        logger.warning("could not load the embedder when the worker started", exc_info=True)
+        return
+    # the model lives as long as the worker: out of the collector's full passes (config/wsgi.py)
+    gc.freeze()

@@ -136,6 +136,13 @@ TEMPLATES = [
 # config/celery.py) log in as the app role, which owns nothing and which row security
 # confines to one tenant (kindmem/row_security.py).
 DATABASE_LOGIN = env_choice("KINDMEM_DATABASE_LOGIN", "migration", {"migration", "app"})
+# A process keeps its database connections between requests (seconds; 0 closes each one when
+# its request ends): a new one costs a server process, its login and the session's set-up on
+# every request, more than the rest of a search's SQL. Before its first statement in a request
+# a kept connection is checked (one `SELECT 1`), so one the server dropped meanwhile (a restart)
+# is replaced instead of failing that request. Row security's session settings are cleared when
+# each request ends (kindmem/row_security.py), so a kept connection carries nothing over.
+DATABASE_CONN_MAX_AGE = env_int("KINDMEM_DATABASE_CONN_MAX_AGE", 600)
 if EMBEDDED_DATABASE:
     # Loading these settings starts nothing: the backend starts (or joins) the embedded server
     # on the process's first connection (config/embedded_backend/base.py). No USER: the
@@ -144,16 +151,24 @@ if EMBEDDED_DATABASE:
         "ENGINE": "config.embedded_backend",
         "NAME": EMBEDDED_DATABASE_NAME,
         "USER": "",
-        "CONN_MAX_AGE": 0,
+        "CONN_MAX_AGE": DATABASE_CONN_MAX_AGE,
+        "CONN_HEALTH_CHECKS": True,
         "EMBEDDED_DATA_DIR": str(DATA_DIR),
     }
     _app_login = {**_migration_login, "USER": EMBEDDED_APP_ROLE}
 else:
-    _app_login = dict(dj_database_url.parse(os.environ["DATABASE_URL"], conn_max_age=60))
+    _app_login = dict(
+        dj_database_url.parse(
+            os.environ["DATABASE_URL"],
+            conn_max_age=DATABASE_CONN_MAX_AGE,
+            conn_health_checks=True,
+        )
+    )
     _migration_login = dict(
         dj_database_url.parse(
             os.environ.get("DATABASE_MIGRATION_URL") or os.environ["DATABASE_URL"],
-            conn_max_age=60,
+            conn_max_age=DATABASE_CONN_MAX_AGE,
+            conn_health_checks=True,
         )
     )
     if _app_login["ENGINE"] != "django.db.backends.postgresql":
@@ -165,7 +180,15 @@ DATABASES = {"default": _app_login if DATABASE_LOGIN == "app" else _migration_lo
 # autocommit: on the request's connection its counter row would stay locked until the request's
 # transaction commits, and every write of one credential would queue behind the one before.
 # Tests mirror it onto the default connection (one transaction per test).
-DATABASES["cache"] = {**DATABASES["default"], "TEST": {"MIRROR": "default"}}
+# Its commits do not wait for the WAL flush (a counter lost in a server crash only lets a few
+# more writes through for a minute); nothing but the throttle uses the cache.
+_cache_options = dict(DATABASES["default"].get("OPTIONS", {}))
+_cache_options["options"] = f"{_cache_options.get('options', '')} -c synchronous_commit=off".strip()
+DATABASES["cache"] = {
+    **DATABASES["default"],
+    "OPTIONS": _cache_options,
+    "TEST": {"MIRROR": "default"},
+}
 DATABASE_ROUTERS = ["config.routers.CacheRouter"]
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"

@@ -14,14 +14,17 @@ API read starts from (see DESIGN.md rule 3; the guard is `kindmem.guards.fact_gu
 from __future__ import annotations
 
 import uuid
+from collections.abc import Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING
 
+from django.contrib.postgres.expressions import ArraySubquery
 from django.contrib.postgres.fields import ArrayField
 from django.contrib.postgres.indexes import GinIndex
 from django.contrib.postgres.search import SearchVector, SearchVectorField
 from django.db import models
 from django.db.models import Exists, OuterRef, Q
+from django.db.models.functions import JSONObject
 from django.utils import timezone
 from pgvector.django import HnswIndex, VectorField
 
@@ -266,9 +269,10 @@ class RevisionQuerySet(models.QuerySet["Revision"]):
         what `embed_revisions` tops its batch up with (the `revision_embedding_waiting` index)."""
         return self.current().filter(embedding_state=EmbeddingState.PENDING).order_by("created_at")
 
-    def live(self) -> RevisionQuerySet:
-        """What a read returns (DESIGN rule 3): current, approved, unexpired."""
-        return self.current().approved().unexpired()
+    def live(self, now: datetime | None = None) -> RevisionQuerySet:
+        """What a read returns (DESIGN rule 3): current, approved, unexpired (now, or at `now`
+        when the caller took the time already, never earlier: see `unexpired`)."""
+        return self.current().approved().unexpired(at=now)
 
 
 class Revision(models.Model):
@@ -465,6 +469,37 @@ class Subject(models.Model):
 
     def __str__(self) -> str:
         return f"{self.kind}:{self.subject_id}"
+
+
+def subject_rows() -> ArraySubquery:
+    """Every subject of the revision, as one array column of the query that reads it (what a
+    search or a write renders), so that no second query has to fetch them; see
+    `attach_subjects`."""
+    return ArraySubquery(
+        Subject.objects.filter(revision_id=OuterRef("pk"))
+        .order_by("id")
+        .values(row=JSONObject(id="id", kind="kind", subject_id="subject_id"))
+    )
+
+
+def attach_subjects(revisions: Sequence[Revision], column: str = "subject_rows") -> None:
+    """Make `revision.subjects.all()` read what `subject_rows()` brought in `column`, as
+    `prefetch_related("subjects")` would have (no query per revision)."""
+    names = ["id", "tenant_id", "revision_id", "fact_id", "kind", "subject_id"]
+    for revision in revisions:
+        of_revision = (revision.tenant_id, revision.pk, revision.fact_id)
+        found = [
+            Subject.from_db("default", names, (s["id"], *of_revision, s["kind"], s["subject_id"]))
+            for s in getattr(revision, column)
+        ]
+        # what Django's prefetch leaves behind: the manager's queryset, its result filled in
+        cached = revision.subjects.get_queryset()
+        cached._result_cache = found
+        cached._prefetch_done = True  # type: ignore[attr-defined]
+        revision._prefetched_objects_cache = {  # type: ignore[attr-defined]
+            **getattr(revision, "_prefetched_objects_cache", {}),
+            "subjects": cached,
+        }
 
 
 class Link(models.Model):

@@ -22,17 +22,18 @@ import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from functools import cached_property
 from typing import Any
 
-from django.db import connection, transaction
-from django.db.models import F, Value, prefetch_related_objects
+from django.db.models import F, QuerySet, Value
+from django.utils import timezone
+from pgvector import Vector
 from pgvector.django import CosineDistance
 
 from embeddings.providers import embed_query
-from facts.models import Revision, RevisionQuerySet
+from facts.models import Revision, RevisionQuerySet, attach_subjects, subject_rows
+from kindmem import prepared
 from kindmem.access import Readers
-from kindmem.fulltext import keyword_matches
+from kindmem.fulltext import KeywordQuery, keyword_matches
 from kindmem.fusion import HYBRID
 from kindmem.rerank import Candidate, candidate_pool, rerank, rerankers_named
 
@@ -64,12 +65,6 @@ class FactSearch:
     valid_at: datetime | None = None
     rerank: Sequence[str] = ()  # kindmem.rerank's names, applied in order
 
-    @cached_property
-    def readable(self) -> RevisionQuerySet:
-        """`searchable(self)`, built once per search: building the guard is most of the ORM's
-        cost of a search, and both hybrid legs start from it (each leg clones it)."""
-        return searchable(self)
-
 
 @dataclass
 class SearchHit:
@@ -80,12 +75,12 @@ class SearchHit:
     ranks: dict[str, int]
 
 
-def searchable(search: FactSearch) -> RevisionQuerySet:
-    """What every leg searches: the reader's live revisions, narrowed. The guard is a WHERE
-    condition of the one query each leg runs, so it applies before the leg's LIMIT."""
+def searchable(search: FactSearch, now: datetime | None = None) -> RevisionQuerySet:
+    """What every leg searches: the reader's live revisions (at `now`), narrowed. The guard is
+    a WHERE condition of the one query each leg runs, so it applies before the leg's LIMIT."""
     qs = (
         Revision.objects.of_tenant(search.tenant_id)
-        .live()
+        .live(now)
         .readable_by(search.readers)
         .narrowed(type=search.type, scope=dict(search.scope))
     )
@@ -97,50 +92,152 @@ def searchable(search: FactSearch) -> RevisionQuerySet:
 
 
 def _rendered(qs: RevisionQuerySet) -> RevisionQuerySet:
-    # the vector and the tsvector are large and never rendered
-    return qs.select_related("fact").defer("embedding", "search_vector", "search_text")
+    # the vector and the tsvector are large and never rendered; the subjects are
+    return (
+        qs.select_related("fact")
+        .defer("embedding", "search_vector", "search_text")
+        .annotate(subject_rows=subject_rows())
+    )
 
 
-def keyword_leg(search: FactSearch, limit: int) -> list[tuple[Revision, float]]:
+# Each leg's query is built by the ORM once per shape of its inputs (the reader's kind, the
+# filters given, the depth) and reused with each search's values (kindmem.prepared): building
+# and compiling the guard, the holds and BM25 cost several times what running them does.
+@dataclass(frozen=True)
+class _LegInputs:
+    """Everything a leg's SQL is built from; the rest of its SQL is fixed."""
+
+    search: FactSearch
+    now: datetime
+    words: KeywordQuery | None = None
+    vector: Vector | None = None
+    model: str = ""
+
+
+def _search_inputs(search: FactSearch) -> FactSearch:
+    # only what the legs' SQL reads; the text, the mode and top_k reach it by other ways
+    return FactSearch(
+        tenant_id=search.tenant_id,
+        readers=search.readers,
+        mode="",
+        query="",
+        type=search.type,
+        scope=dict(search.scope),
+        tags=tuple(sorted(set(search.tags))),
+        valid_at=search.valid_at,
+    )
+
+
+def _keyword_query(inputs: _LegInputs, limit: int) -> QuerySet[Any]:
+    assert inputs.words is not None
+    readable = _rendered(searchable(inputs.search, inputs.now))
+    return keyword_matches(readable, "search_vector", inputs.words).order_by("-score", "id")[:limit]
+
+
+def _semantic_candidates(inputs: _LegInputs) -> QuerySet[Any]:
+    return (
+        _rendered(searchable(inputs.search, inputs.now))
+        .filter(embedding__isnull=False, embedding_model=inputs.model)
+        .annotate(distance=CosineDistance("embedding", inputs.vector))
+    )
+
+
+def _semantic_query(inputs: _LegInputs, limit: int) -> QuerySet[Any]:
+    return _semantic_candidates(inputs).order_by("distance", "id")[:limit]
+
+
+def _exact_query(inputs: _LegInputs, limit: int) -> QuerySet[Any]:
+    # Ordering by `distance + 0` keeps the HNSW index (which only serves
+    # `ORDER BY embedding <=> q`) out of the plan.
+    return _semantic_candidates(inputs).order_by(F("distance") + Value(0.0), "id")[:limit]
+
+
+# Per transaction (set_config(..., true) is SET LOCAL): iterative index scans, so that rows the
+# guard filters out do not shrink the page; strict order keeps the ranking exact among what the
+# scan visits. Sent with the leg's query in one message (kindmem.prepared.fetch_together), so
+# that it holds for it, in the request's transaction or in the one the server opens for them.
+HNSW_SETTINGS = (
+    "SELECT set_config('hnsw.iterative_scan', 'strict_order', true),"
+    " set_config('hnsw.ef_search', %s, true),"
+    " set_config('hnsw.max_scan_tuples', %s, true)",
+    [str(EF_SEARCH), str(MAX_SCAN_TUPLES)],
+)
+
+
+def _keyword_inputs(search: FactSearch, now: datetime) -> _LegInputs | None:
+    """The keyword leg's inputs; None when the text has nothing to search with (no query)."""
+    words = KeywordQuery.parse(search.query)
+    if words.match() is None:
+        return None
+    return _LegInputs(search=_search_inputs(search), now=now, words=words)
+
+
+def _semantic_inputs(
+    search: FactSearch, vector: Sequence[float], model: str, now: datetime
+) -> _LegInputs:
+    return _LegInputs(
+        search=_search_inputs(search), now=now, vector=Vector(list(vector)), model=model
+    )
+
+
+def _keyword(inputs: _LegInputs, limit: int) -> prepared.Query:
+    return prepared.Query(
+        ("fact-search-keyword", limit), lambda i: _keyword_query(i, limit), inputs
+    )
+
+
+def _semantic(inputs: _LegInputs, limit: int) -> prepared.Query:
+    return prepared.Query(
+        ("fact-search-semantic", limit), lambda i: _semantic_query(i, limit), inputs
+    )
+
+
+def _legs(
+    keyword: _LegInputs | None, semantic: _LegInputs | None, limit: int
+) -> tuple[list[tuple[Revision, float]], list[tuple[Revision, float]]]:
+    """The keyword and the semantic leg's `limit` best (either may be None: not run), their
+    queries sent in one round trip, with the semantic leg's settings."""
+    queries = ([_keyword(keyword, limit)] if keyword else []) + (
+        [_semantic(semantic, limit)] if semantic else []
+    )
+    found = prepared.fetch_together(*queries, first=HNSW_SETTINGS if semantic else None)
+    keyword_rows = found.pop(0) if keyword else []
+    semantic_rows = found.pop(0) if semantic else []
+    if semantic and len(semantic_rows) < limit:
+        # Fewer than asked: either the readable set is that small, or the index scan gave up
+        # early (`max_scan_tuples`, its memory cap, dead index entries awaiting vacuum). Either
+        # way an exact scan of the readable set answers completely, and it is cheap exactly
+        # when this happens for the first reason. It needs no HNSW settings: it uses no HNSW.
+        semantic_rows = prepared.fetch(
+            ("fact-search-exact", limit), lambda i: _exact_query(i, limit), semantic
+        )
+    return (
+        [(r, float(r.score)) for r in keyword_rows],
+        [(r, 1.0 - float(r.distance)) for r in semantic_rows],
+    )
+
+
+def keyword_leg(
+    search: FactSearch, limit: int, now: datetime | None = None
+) -> list[tuple[Revision, float]]:
     """The best `limit` full-text matches of the query's words (any of them; quoted phrases
-    required, `-word` excluded: `kindmem.fulltext`), by BM25 over the readable matches; ties by
-    id so that the order is total."""
-    rows = keyword_matches(_rendered(search.readable), "search_vector", search.query).order_by(
-        "-score", "id"
-    )[:limit]
-    return [(r, float(r.score)) for r in rows]
+    required, `-word` excluded: `kindmem.fulltext`), by BM25 over the readable matches (live
+    at `now`, or now); ties by id so that the order is total."""
+    inputs = _keyword_inputs(search, now or timezone.now())
+    return _legs(inputs, None, limit)[0] if inputs else []
 
 
 def semantic_leg(
-    search: FactSearch, limit: int, vector: Sequence[float], model: str
+    search: FactSearch,
+    limit: int,
+    vector: Sequence[float],
+    model: str,
+    now: datetime | None = None,
 ) -> list[tuple[Revision, float]]:
-    """The `limit` readable revisions nearest `vector` (cosine), among vectors of `model` only:
-    distances across two models' spaces mean nothing. Score: cosine similarity."""
-    with transaction.atomic():
-        # Per transaction (set_config(..., true) is SET LOCAL): iterative index scans, so that
-        # rows the guard filters out do not shrink the page; strict order keeps the ranking
-        # exact among what the scan visits.
-        with connection.cursor() as cursor:
-            cursor.execute(
-                "SELECT set_config('hnsw.iterative_scan', 'strict_order', true),"
-                " set_config('hnsw.ef_search', %s, true),"
-                " set_config('hnsw.max_scan_tuples', %s, true)",
-                [str(EF_SEARCH), str(MAX_SCAN_TUPLES)],
-            )
-        candidates = (
-            _rendered(search.readable)
-            .filter(embedding__isnull=False, embedding_model=model)
-            .annotate(distance=CosineDistance("embedding", list(vector)))
-        )
-        rows = list(candidates.order_by("distance", "id")[:limit])
-        if len(rows) < limit:
-            # Fewer than asked: either the readable set is that small, or the index scan gave
-            # up early (`max_scan_tuples`, its memory cap, dead index entries awaiting vacuum).
-            # Either way an exact scan of the readable set answers completely, and it is cheap
-            # exactly when this happens for the first reason. Ordering by `distance + 0` keeps
-            # the HNSW index (which only serves `ORDER BY embedding <=> q`) out of the plan.
-            rows = list(candidates.order_by(F("distance") + Value(0.0), "id")[:limit])
-    return [(r, 1.0 - float(r.distance)) for r in rows]
+    """The `limit` readable revisions (live at `now`, or now) nearest `vector` (cosine), among
+    vectors of `model` only: distances across two models' spaces mean nothing. Score: cosine
+    similarity."""
+    return _legs(None, _semantic_inputs(search, vector, model, now or timezone.now()), limit)[1]
 
 
 def fact_search(*, search: FactSearch) -> list[SearchHit]:
@@ -182,15 +279,16 @@ def fact_search_embedded(
     else:
         assert vector is not None
         depth = max(HYBRID.depth(search.top_k), page)
-        legs = {
-            KEYWORD: [r for r, _ in keyword_leg(search, depth)],
-            SEMANTIC: [r for r, _ in semantic_leg(search, depth, vector, model)],
-        }
+        now = timezone.now()  # both legs read what is live at one moment, in one round trip
+        keyword, semantic = _legs(
+            _keyword_inputs(search, now), _semantic_inputs(search, vector, model, now), depth
+        )
+        legs = {KEYWORD: [r for r, _ in keyword], SEMANTIC: [r for r, _ in semantic]}
         fused = HYBRID.fuse(legs, key=lambda r: r.pk)[:page]
         hits = [SearchHit(revision=f.item, score=f.score, ranks=dict(f.ranks)) for f in fused]
     if rerankers:
         hits = _reranked(search, hits, rerankers)
-    prefetch_related_objects([h.revision for h in hits], "subjects")
+    attach_subjects([h.revision for h in hits])
     return hits
 
 

@@ -54,6 +54,7 @@ from facts.revisions import (
     write_revision,
 )
 from facts.scopes import SubjectInput, default_subjects, persons_of_write, resolve_scope
+from kindmem import prepared
 from kindmem.access import Principal, PrincipalKind, Readers, readers_for
 from kindmem.errors import Conflict, Forbidden, InvalidFact, RetentionViolation
 from kindmem.holds import assert_not_held
@@ -173,18 +174,8 @@ def fact_create(
     cap = policy.max_records if policy and policy.policy == WritePolicyKind.CAP_CULL else None
     # Last-write-wins types dedup scope-wide by content; a bounded ring dedups per entity
     # only (the 003 seed): two equal turns of a conversation are two records.
-    existing = (
-        None
-        if cap is not None
-        else (
-            Revision.objects.of_tenant(tenant_id)
-            .live()
-            .filter(fact__type=type, fact__key=key, content_hash=hash_, **same)
-            .readable_by(readers)
-            .select_related("fact")
-            .first()
-        )
-    )
+    asked = (tenant_id, type, key, hash_, same, readers, timezone.now())
+    existing = None if cap is not None else _first(prepared.fetch("fact-same", _same, asked))
     if existing is not None:
         if not _adds_to(
             existing, subjects=given_subjects, retention=retention, source=source, tags=tags
@@ -211,7 +202,7 @@ def fact_create(
     fact.created_at = now
     fact.save(force_insert=True)
     # The writer may only write where it could read: the same SQL guard as every read.
-    if not Fact.objects.filter(pk=fact.pk).readable_by(readers).exists():
+    if not prepared.fetch("fact-create-readable", _readable_fact, (fact.pk, readers)):
         raise Forbidden(
             "This credential may not write into that scope.", details={"scope": resolved}
         )
@@ -241,6 +232,29 @@ def fact_create(
     if cap is not None:
         cap_cull(fact, cap, by=f"policy:{WritePolicyKind.CAP_CULL.value}", now=now)
     return _queued(principal, WriteResult(revision, Outcome.CREATED), reasons, findings)
+
+
+# fact_create's two guarded reads, compiled once per reader shape (kindmem.prepared).
+def _same(inputs: tuple[Any, ...]) -> Any:
+    """`.first()` of the reader's live revisions of that type, slot, scope and content."""
+    tenant_id, type, key, hash_, same, readers, now = inputs
+    return (
+        Revision.objects.of_tenant(tenant_id)
+        .live(now)
+        .filter(fact__type=type, fact__key=key, content_hash=hash_, **same)
+        .readable_by(readers)
+        .select_related("fact")
+        .order_by("pk")[:1]
+    )
+
+
+def _first(rows: list[Any]) -> Any:
+    return rows[0] if rows else None
+
+
+def _readable_fact(inputs: tuple[Any, Readers]) -> Any:
+    fact_id, readers = inputs
+    return Fact.objects.filter(pk=fact_id).readable_by(readers).only("pk")[:1]
 
 
 @transaction.atomic

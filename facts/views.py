@@ -18,7 +18,7 @@ from rest_framework.response import Response
 
 from audit.recording import AuditedView
 from facts import links, services
-from facts.models import Revision, RevisionQuerySet
+from facts.models import Revision, RevisionQuerySet, attach_subjects, subject_rows
 from facts.serializers import (
     FactCreateInput,
     FactListInput,
@@ -33,6 +33,7 @@ from facts.serializers import (
     LinkTraversalOutput,
     RevisionListOutput,
 )
+from kindmem import prepared
 from kindmem.access import Principal, readers_for
 from kindmem.cursors import cursor_encode
 from kindmem.errors import FactNotFound, Forbidden
@@ -80,11 +81,9 @@ def _write_response(
     view: AuditedView, result: services.WriteResult, created_status: int
 ) -> Response:
     code = status.HTTP_200_OK if result.outcome == services.Outcome.UNCHANGED else created_status
-    revision = (
-        Revision.objects.select_related("fact")
-        .prefetch_related("subjects")
-        .get(pk=result.revision.pk)
-    )
+    # read back as stored (JSON as the database keeps it), compiled once (kindmem.prepared)
+    [revision] = prepared.fetch("fact-written", _written, result.revision.pk)
+    attach_subjects([revision])
     audit_revisions(view, [revision])
     view.audit.query_snapshot = {"outcome": result.outcome, "version": revision.version}
     body = {
@@ -94,6 +93,16 @@ def _write_response(
         "review": {"reasons": result.reasons} if result.reasons else None,
     }
     return Response(FactWriteOutput(body).data, code)
+
+
+def _written(pk: uuid.UUID) -> RevisionQuerySet:
+    # the vector and the tsvector are large and never rendered
+    return (
+        Revision.objects.filter(pk=pk)
+        .select_related("fact")
+        .defer("embedding", "search_vector", "search_text")
+        .annotate(subject_rows=subject_rows())
+    )
 
 
 class FactListView(AuditedView):

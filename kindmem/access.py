@@ -20,7 +20,9 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
+
+from kindmem import prepared
 
 if TYPE_CHECKING:
     from kindmem.models import ApiKey, Run, User
@@ -72,8 +74,6 @@ def _ids(values: object) -> frozenset[str]:
 
 def readers_for(principal: Principal) -> Readers:
     """The readers of a principal, from its credential alone (see the module docstring)."""
-    from kindmem.models import Project
-
     if principal.kind == PrincipalKind.ADMIN:
         return Readers(all=True)
     if principal.kind == PrincipalKind.RUN:
@@ -89,12 +89,9 @@ def readers_for(principal: Principal) -> Readers:
     if principal.kind == PrincipalKind.USER:
         user = principal.user
         assert user is not None
-        projects = list(
-            Project.objects.filter(tenant_id=principal.tenant_id, members=user).values_list(
-                "id", "org_id"
-            )
-        )
-        org_ids = set(user.orgs.filter(tenant_id=principal.tenant_id).values_list("id", flat=True))
+        asked = (principal.tenant_id, user.pk)
+        projects = [(p.id, p.org_id) for p in prepared.fetch("readers-user", _user_projects, asked)]
+        org_ids = {o.id for o in prepared.fetch("readers-user-orgs", _user_orgs, asked)}
         return Readers(
             project_ids=_ids(p for p, _ in projects),
             org_ids=_ids(org_ids | {o for _, o in projects}),
@@ -103,9 +100,8 @@ def readers_for(principal: Principal) -> Readers:
     if principal.kind == PrincipalKind.APP:
         key = principal.api_key
         assert key is not None
-        projects = list(
-            key.projects.filter(tenant_id=principal.tenant_id).values_list("id", "org_id")
-        )
+        asked = (principal.tenant_id, key.pk)
+        projects = [(p.id, p.org_id) for p in prepared.fetch("readers-app", _key_projects, asked)]
         project_ids = _ids(p for p, _ in projects)
         return Readers(
             project_ids=project_ids,
@@ -113,3 +109,26 @@ def readers_for(principal: Principal) -> Readers:
             on_behalf_of_project_ids=project_ids,
         )
     raise ValueError(f"unknown principal kind {principal.kind!r}")
+
+
+# A key's or a user's containers, read on every request of theirs: compiled once
+# (kindmem.prepared), each the query its related manager makes.
+def _user_projects(asked: tuple[uuid.UUID, Any]) -> Any:
+    from kindmem.models import Project
+
+    tenant_id, user_id = asked
+    return Project.objects.filter(tenant_id=tenant_id, members=user_id).only("id", "org_id")
+
+
+def _user_orgs(asked: tuple[uuid.UUID, Any]) -> Any:
+    from kindmem.models import Org
+
+    tenant_id, user_id = asked
+    return Org.objects.filter(tenant_id=tenant_id, members=user_id).only("id")
+
+
+def _key_projects(asked: tuple[uuid.UUID, Any]) -> Any:
+    from kindmem.models import Project
+
+    tenant_id, key_id = asked
+    return Project.objects.filter(tenant_id=tenant_id, app_keys=key_id).only("id", "org_id")

@@ -175,12 +175,12 @@ class _Unless(Func):
         return sql, [*first_params, *(p for _, params in others for p in params)]
 
 
-def keyword_matches(qs: QuerySet, column: str, text: str) -> QuerySet:
-    """`qs` narrowed to the rows whose `column` (a tsvector) matches `text`, each annotated
-    with `score` (best first when ordered by `-score`); none when `text` has nothing to search
-    with. `qs` carries the guard: the match joins it in one WHERE, so it applies before any
-    LIMIT the caller adds."""
-    query = KeywordQuery.parse(text)
+def keyword_matches(qs: QuerySet, column: str, text: str | KeywordQuery) -> QuerySet:
+    """`qs` narrowed to the rows whose `column` (a tsvector) matches `text` (or the query
+    already parsed from it), each annotated with `score` (best first when ordered by
+    `-score`); none when `text` has nothing to search with. `qs` carries the guard: the match
+    joins it in one WHERE, so it applies before any LIMIT the caller adds."""
+    query = text if isinstance(text, KeywordQuery) else KeywordQuery.parse(text)
     match = query.match()
     if match is None:
         return qs.none()

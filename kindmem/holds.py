@@ -13,6 +13,7 @@ from collections.abc import Iterable
 from django.db.models import CharField, Exists, OuterRef, Q, QuerySet
 from django.db.models.functions import Cast
 
+from kindmem import prepared
 from kindmem.errors import ErasureInProgress
 from kindmem.models import ErasureHold, SubjectKind
 from kindmem.subjects import Subject
@@ -53,16 +54,22 @@ def held_among(subject_rows: QuerySet) -> Exists:
 
 def held_subjects(tenant_id: uuid.UUID, subjects: Iterable[Subject]) -> set[Subject]:
     """Those of `subjects` that an erasure in progress holds."""
-    wanted = set(subjects)
+    wanted = tuple(sorted({(str(s.kind), s.id) for s in subjects}))
     if not wanted:
         return set()
+    # every write asks this: compiled once per number of subjects (kindmem.prepared)
+    rows = prepared.fetch("holds-of-subjects", _holds_of, (tenant_id, wanted))
+    return {Subject(SubjectKind(row.subject_kind), row.subject_id) for row in rows}
+
+
+def _holds_of(asked: tuple[uuid.UUID, tuple[tuple[str, str], ...]]) -> QuerySet:
+    tenant_id, wanted = asked
     condition = Q()
-    for subject in wanted:
-        condition |= Q(subject_kind=subject.kind, subject_id=subject.id)
-    rows = ErasureHold.objects.filter(condition, tenant_id=tenant_id).values_list(
+    for kind, subject_id in wanted:
+        condition |= Q(subject_kind=kind, subject_id=subject_id)
+    return ErasureHold.objects.filter(condition, tenant_id=tenant_id).only(
         "subject_kind", "subject_id"
     )
-    return {Subject(SubjectKind(kind), sid) for kind, sid in rows}
 
 
 def assert_not_held(tenant_id: uuid.UUID, subjects: Iterable[Subject]) -> None:

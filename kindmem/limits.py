@@ -3,10 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
+from django.core.cache import DEFAULT_CACHE_ALIAS, caches
+from django.core.cache.backends.db import DatabaseCache
+from django.db import connections, router
 from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.utils import timezone
+from django.utils.connection import ConnectionProxy
 from rest_framework.throttling import SimpleRateThrottle
 
 from kindmem.access import Principal
@@ -46,9 +52,18 @@ class BodySizeLimitMiddleware:
 
 class CredentialWriteThrottle(SimpleRateThrottle):
     """Writes per credential (an API key, or one run), counted in the shared cache (the
-    database or Redis), so every web process counts the same budget."""
+    database or Redis), so every web process counts the same budget.
+
+    DRF's rule (at most N writes in any window of the period, a log of their times), kept in
+    Redis by DRF itself. In the database cache table it is one statement instead of DRF's four
+    and a transaction (read the log, count the table, read and update the row): the log is
+    pruned, counted and extended in the row's own upsert, which also makes two concurrent
+    writes of one credential count each other (DRF's read-then-write did not)."""
 
     scope = "writes"
+    # set by DRF's __init__ from the rate
+    num_requests: int
+    duration: int
 
     def get_cache_key(self, request: Any, view: Any) -> str | None:
         # A search sent as POST (a body for its filters) is a read: views say so.
@@ -58,3 +73,49 @@ class CredentialWriteThrottle(SimpleRateThrottle):
         if not isinstance(principal, Principal):
             return None
         return self.cache_format % {"scope": self.scope, "ident": principal.id}
+
+    def allow_request(self, request: Any, view: Any) -> bool:
+        backend = (
+            caches[DEFAULT_CACHE_ALIAS] if isinstance(self.cache, ConnectionProxy) else self.cache
+        )
+        if not isinstance(backend, DatabaseCache):
+            return super().allow_request(request, view)
+        if self.rate is None:
+            return True
+        self.key = self.get_cache_key(request, view)
+        if self.key is None:
+            return True
+        self.now = self.timer()
+        # Its own rows, never read by Django's cache (their value is not a pickle); its own
+        # key prefix, so a row DRF wrote before this change is never read as a log.
+        alias = router.db_for_write(backend.cache_model_class)
+        with connections[alias].cursor() as cursor:
+            cursor.execute(
+                _LOG_APPEND.format(table=connections[alias].ops.quote_name(backend._table)),  # type: ignore[attr-defined]
+                {
+                    "key": f"{LOG_PREFIX}{self.key}",
+                    "now": self.now,
+                    "since": self.now - self.duration,
+                    "limit": self.num_requests,
+                    "expires": timezone.now() + timedelta(seconds=self.duration),
+                },
+            )
+            [log] = cursor.fetchone()
+        self.history = [float(t) for t in log[1:].strip("{}").split(",") if t]
+        return True if log[0] == "y" else self.throttle_failure()
+
+
+LOG_PREFIX = "kindmem-writes:"
+# The row's value is the log: a flag, then its times (float8, newest first) within the period,
+# as array text ("y{1733000.5,1732990.25}"). A write is let through, its time put first and the
+# flag set to "y", only if fewer than `limit` are logged; else the flag is "n".
+_LOG_APPEND = (
+    "INSERT INTO {table} AS c (cache_key, value, expires)"
+    " VALUES (%(key)s, 'y' || ARRAY[%(now)s::float8]::text, %(expires)s)"
+    " ON CONFLICT (cache_key) DO UPDATE SET expires = EXCLUDED.expires, value = ("
+    " SELECT CASE WHEN count(*) < %(limit)s"
+    " THEN 'y' || (ARRAY[%(now)s::float8] || coalesce(array_agg(t ORDER BY t DESC), '{{}}'))::text"
+    " ELSE 'n' || coalesce(array_agg(t ORDER BY t DESC), '{{}}')::text END"
+    " FROM unnest(substr(c.value, 2)::float8[]) AS t WHERE t > %(since)s)"
+    " RETURNING value"
+)

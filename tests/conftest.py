@@ -23,8 +23,8 @@ if TYPE_CHECKING:
 
 
 # What one audited request adds inside a test's transaction: the view's savepoint and its
-# release, one statement for the per-tenant lock and the tenant's policy, and the insert.
-AUDIT_QUERIES = 4
+# release, and one statement for the per-tenant lock, the tenant's policy and the insert.
+AUDIT_QUERIES = 3
 # What a Bearer request adds for row security: one statement that enters the credential's
 # tenant (the app role) and one that leaves it when the request ends (kindmem/row_security.py).
 TENANT_QUERIES = 2

@@ -9,10 +9,12 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
+from django.utils import timezone
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from facts.models import Fact, Revision, Subject
+from kindmem import prepared
 from kindmem.access import Readers
 from kindmem.models import ErasureHold
 from tests import factories
@@ -203,6 +205,15 @@ def test_sql_guard_returns_exactly_what_the_reference_allows(
                     rid for rid, _, scope, subj in expected_rows if reference(scope, subj, held, r)
                 }
                 assert got == want, (r, facts, held)
+                # and the same guard compiled once per reader shape (kindmem.prepared), its
+                # SQL reused across examples with other readers, ids and tenants
+                prepared_ids = {
+                    row.id
+                    for row in prepared.fetch(
+                        "test-access-guard", _guarded, (c.tenant.id, r, timezone.now())
+                    )
+                }
+                assert prepared_ids == want, (r, facts, held)
                 fact_ids = set(
                     Fact.objects.of_tenant(c.tenant.id).readable_by(r).values_list("id", flat=True)
                 )
@@ -211,9 +222,23 @@ def test_sql_guard_returns_exactly_what_the_reference_allows(
                     for _, fid, scope, _ in expected_rows
                     if reference(scope, frozenset(), held, r)
                 }
+                assert {
+                    f.id
+                    for f in prepared.fetch("test-access-facts", _guarded_facts, (c.tenant.id, r))
+                } == fact_ids
             raise Rollback
     except Rollback:
         pass
+
+
+def _guarded(inputs: tuple[Any, Readers, Any]) -> Any:
+    tenant_id, r, now = inputs
+    return Revision.objects.of_tenant(tenant_id).live(now).readable_by(r).only("id")
+
+
+def _guarded_facts(inputs: tuple[Any, Readers]) -> Any:
+    tenant_id, r = inputs
+    return Fact.objects.of_tenant(tenant_id).readable_by(r).only("id")
 
 
 def test_the_guard_property_covered_thousands_of_cases() -> None:

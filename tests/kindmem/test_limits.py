@@ -42,6 +42,53 @@ def test_writes_past_the_credentials_rate_get_429_with_retry_after(api, world, t
     assert api.get("/v1/me", **world.app.headers).status_code == 200
 
 
+def test_the_write_budget_frees_up_as_the_period_slides(
+    api, world, tight_write_rate, monkeypatch
+) -> None:
+    from kindmem.limits import CredentialWriteThrottle
+
+    clock = [1_000_000.25]
+    monkeypatch.setattr(CredentialWriteThrottle, "timer", lambda self: clock[0])
+    body = {"agent_id": "support-bot", "project_id": str(world.project.id)}
+
+    def mint() -> int:
+        return api.post("/v1/runs", body, format="json", **world.app.headers).status_code
+
+    # given: two writes 30 s apart, the budget of the minute used
+    assert mint() == 201
+    clock[0] += 30
+    assert mint() == 201
+    # when: a third comes 20 s later, then 11 s after that (the first has left the minute)
+    clock[0] += 20
+    refused = mint()
+    clock[0] += 11
+    let_through = mint()
+    # then: the third waits for the first write's minute to end (DRF's rule: 10 s left, one
+    # write's room), the fourth is let through, and a fifth right after is refused again
+    assert refused == 429
+    assert let_through == 201
+    assert mint() == 429
+    assert Run.objects.count() == 3
+
+
+def test_a_refused_write_says_when_to_come_back(api, world, tight_write_rate, monkeypatch):
+    from kindmem.limits import CredentialWriteThrottle
+
+    clock = [2_000_000.0]
+    monkeypatch.setattr(CredentialWriteThrottle, "timer", lambda self: clock[0])
+    body = {"agent_id": "support-bot", "project_id": str(world.project.id)}
+    for step in (0, 15):
+        clock[0] += step
+        assert api.post("/v1/runs", body, format="json", **world.app.headers).status_code == 201
+    clock[0] += 5
+    # when: a third write comes 20 s after the first
+    refused = api.post("/v1/runs", body, format="json", **world.app.headers)
+    # then: Retry-After covers the 40 s left of the first write's minute (DRF's wait(), a
+    # second added so that a client that waits exactly that long is let through)
+    assert refused.status_code == 429
+    assert int(refused["Retry-After"]) == 41
+
+
 def test_a_body_over_the_limit_is_refused_before_it_is_read(api, world, settings):
     settings.DATA_UPLOAD_MAX_MEMORY_SIZE = 1000
     response = api.post(

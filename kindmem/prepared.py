@@ -1,0 +1,402 @@
+"""Queries compiled once per shape and run with each request's values.
+
+Building and compiling a guarded read costs more than running it: a fact search's queries took
+~10 ms of Python (the guard's Q objects, the holds' subqueries, BM25's window expressions, the
+compiler) against ~1 ms in the database at 10,000 facts (bench/peers.py). Yet their SQL depends
+only on the *shape* of the inputs (which filters, how many ids in each list, the LIMIT), never
+on the values, which are parameters. So a query is built by the ordinary ORM code from
+placeholders once per shape, compiled, and every later call binds its own values into that SQL.
+
+`fetch(key, build, inputs)` does it. `inputs` is what `build` turns into a QuerySet (readers,
+ids, the query's words, a vector, ...). Its shape is `inputs` with every value replaced by a
+placeholder: the k-th distinct value becomes the k-th placeholder of its kind, so equal values
+stay equal (the guard merges and deduplicates id sets: the structure it builds depends on which
+ids are equal, and the placeholders keep exactly that). Strings, UUIDs, datetimes and vectors
+are values; numbers, booleans, None, the length of every tuple or set and the keys of every
+dict are shape. `key` names the query and anything else its SQL depends on.
+
+The placeholders are values no caller can send (a random token per process), so finding them
+among the compiled parameters is exact, and a query whose SQL holds one inline (not as a
+parameter) is refused, not cached: it runs through the ORM every time. The SQL is therefore
+the ORM's own for the caller's values, up to the order of the ids inside an IN list.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import secrets
+import threading
+import uuid
+from collections import OrderedDict
+from collections.abc import Callable, Hashable
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from django.core.exceptions import EmptyResultSet
+from django.db import connection, transaction
+from django.db.models import Model, QuerySet
+from django.db.models.query import get_related_populators
+from pgvector import Vector
+
+logger = logging.getLogger(__name__)
+
+# Shapes kept per process; a shape is a query and the structure of its inputs (a reader kind,
+# the filters given, a hit count), so a few hundred cover every request a process serves.
+MAX_SHAPES = 512
+
+_TOKEN = secrets.token_hex(6)
+_UUID_BASE = uuid.UUID(int=secrets.randbits(128)).int & ~0xFFFFFFFF  # the low 32 bits: k
+# Far in the future: a placeholder for a read's "now" survives `unexpired(at)`'s max(at, now).
+_DATETIME_BASE = datetime(2999, 1, 1, tzinfo=UTC)
+
+
+def _uuid_placeholder(k: int) -> uuid.UUID:
+    return uuid.UUID(int=_UUID_BASE | k)
+
+
+def _text_placeholder(k: int) -> str:
+    # lower case, no space, quote or leading '-': one word wherever text is parsed; the final
+    # letter keeps the k-th from being a prefix of the (10k)-th
+    return f"zqkm{_TOKEN}x{k}q"
+
+
+def _datetime_placeholder(k: int) -> datetime:
+    return _DATETIME_BASE + timedelta(microseconds=k + 1)
+
+
+def _vector_placeholder(k: int, dimensions: int) -> Vector:
+    return Vector([float(k + 2), *([0.0] * (dimensions - 1))])
+
+
+def _is_canonical_uuid(value: str) -> bool:
+    try:
+        return str(uuid.UUID(value)) == value
+    except ValueError:
+        return False
+
+
+class _Walk:
+    """From inputs to their shape, keeping the real value behind each placeholder (in
+    `values`, the k-th placeholder's at k)."""
+
+    def __init__(self) -> None:
+        self.values: list[Any] = []
+        self._seen: dict[tuple[str, Any], int] = {}
+
+    def _index(self, kind: str, identity: Any, value: Any) -> int:
+        k = self._seen.get((kind, identity))
+        if k is None:
+            k = self._seen[(kind, identity)] = len(self.values)
+            self.values.append(value)
+        return k
+
+    def shape(self, value: Any) -> Any:
+        if value is None or isinstance(value, bool | int | float):
+            return value
+        if isinstance(value, uuid.UUID):
+            # one placeholder for a UUID and its canonical spelling: the two compare equal
+            return _uuid_placeholder(self._index("uuid", str(value), value))
+        if isinstance(value, str):
+            if _is_canonical_uuid(value):
+                return str(_uuid_placeholder(self._index("uuid", value, value)))
+            return _text_placeholder(self._index("text", value, value))
+        if isinstance(value, datetime):
+            return _datetime_placeholder(self._index("datetime", value, value))
+        if isinstance(value, Vector):
+            k = self._index("vector", id(value), value)
+            return _vector_placeholder(k, value.dimensions())
+        if isinstance(value, dict):
+            return {key: self.shape(value[key]) for key in sorted(value)}
+        if isinstance(value, frozenset | set):
+            # in sorted order, so that equal sets get the same placeholders
+            return frozenset(self.shape(v) for v in sorted(value, key=_sort_key))
+        if isinstance(value, tuple | list):
+            return type(value)(self.shape(v) for v in value)
+        if dataclasses.is_dataclass(value) and not isinstance(value, type):
+            changes = {
+                f.name: self.shape(getattr(value, f.name))
+                for f in dataclasses.fields(value)
+                if f.init
+            }
+            return dataclasses.replace(value, **changes)
+        raise TypeError(f"no placeholder for a {type(value).__name__}")
+
+
+def _sort_key(value: Any) -> tuple[str, str]:
+    return (type(value).__name__, str(value))
+
+
+def _hashable(shape: Any) -> Hashable:
+    if isinstance(shape, dict):
+        return tuple((k, _hashable(v)) for k, v in shape.items())
+    if isinstance(shape, list):
+        return tuple(_hashable(v) for v in shape)
+    if isinstance(shape, Vector):
+        return ("vector", shape.dimensions(), shape.to_list()[0])
+    if isinstance(shape, tuple):
+        return tuple(_hashable(v) for v in shape)
+    if dataclasses.is_dataclass(shape) and not isinstance(shape, type):
+        fields = dataclasses.fields(shape)
+        return (type(shape), *(_hashable(getattr(shape, f.name)) for f in fields if f.init))
+    return shape
+
+
+def _placeholder_index(values: list[Any]) -> dict[Any, tuple[int, str]]:
+    """Every form in which the k-th placeholder may come out of the compiler: (k, form)."""
+    index: dict[Any, tuple[int, str]] = {}
+    for k, value in enumerate(values):
+        if isinstance(value, uuid.UUID) or (isinstance(value, str) and _is_canonical_uuid(value)):
+            index[_uuid_placeholder(k)] = (k, "uuid")
+            index[str(_uuid_placeholder(k))] = (k, "text")
+        elif isinstance(value, str):
+            index[_text_placeholder(k)] = (k, "text")
+        elif isinstance(value, datetime):
+            index[_datetime_placeholder(k)] = (k, "datetime")
+        elif isinstance(value, Vector):
+            index[_vector_placeholder(k, value.dimensions()).to_text()] = (k, "vector")
+    return index
+
+
+# A compiled parameter, from the caller's values.
+_Binder = Callable[[list[Any]], Any]
+
+
+def _bind_one(k: int, form: str) -> _Binder:
+    if form == "uuid":
+        return lambda values: uuid.UUID(str(values[k]))
+    if form == "vector":
+        return lambda values: values[k].to_text()
+    if form == "datetime":
+        return lambda values: values[k]
+    return lambda values: str(values[k])
+
+
+class _NotReusable(Exception):
+    """The compiled query holds something that is not a placeholder's parameter."""
+
+
+def _binder_for(
+    param: Any, index: dict[Any, tuple[int, str]], needles: list[str]
+) -> _Binder | None:
+    """How to make `param` from the caller's values; None for a constant of the query."""
+    if isinstance(param, datetime):
+        if param not in index:
+            # a time the build took for itself (a `timezone.now()`): reused, it would go stale
+            raise _NotReusable("a datetime that is not a placeholder")
+        k, form = index[param]
+        return _bind_one(k, form)
+    if isinstance(param, uuid.UUID | str) and param in index:
+        k, form = index[param]
+        return _bind_one(k, form)
+    if isinstance(param, list | tuple):
+        parts = [_binder_for(p, index, needles) for p in param]
+        if any(parts):
+            kind = type(param)
+            fixed = list(param)
+            return lambda values: kind(b(values) if b else fixed[i] for i, b in enumerate(parts))
+        return None
+    if param is None or isinstance(param, bool | int | float | uuid.UUID):
+        return None
+    # A placeholder inside a parameter made from it (a LIKE pattern, a JSON adapter, ...)
+    # cannot be replaced: reused, the query would look for the placeholder.
+    text = param if isinstance(param, str) else repr(param)
+    if any(needle in text for needle in needles):
+        raise _NotReusable("a value inside a parameter built from it")
+    return None
+
+
+@dataclass
+class _Template:
+    """One shape's SQL, how to bind its parameters, and how to turn its rows into models."""
+
+    sql: str
+    params: list[Any]
+    binders: list[tuple[int, _Binder]]
+    model: type[Model]
+    init_list: list[str]
+    model_fields: slice
+    related_populators: list[Any]
+    annotation_col_map: dict[str, int]
+    converters: list[tuple[int, tuple[list[Any], Any]]]
+    db: str
+
+    def bound(self, values: list[Any]) -> list[Any]:
+        """The parameters for these values."""
+        params = list(self.params)
+        for position, bind in self.binders:
+            params[position] = bind(values)
+        return params
+
+    def models(self, rows: list[tuple[Any, ...]]) -> list[Model]:
+        """The rows as `ModelIterable` makes them (select_related and annotations included)."""
+        out = []
+        for fetched in rows:
+            row = list(fetched)
+            for position, (convs, expression) in self.converters:
+                value = row[position]
+                for convert in convs:
+                    value = convert(value, expression, connection)
+                row[position] = value
+            obj = self.model.from_db(self.db, self.init_list, row[self.model_fields])
+            for populator in self.related_populators:
+                populator.populate(row, obj)
+            for attr, position in self.annotation_col_map.items():
+                setattr(obj, attr, row[position])
+            out.append(obj)
+        return out
+
+
+class _Empty:
+    """A shape the ORM answers without a query (an empty IN list it cannot satisfy, none())."""
+
+
+_templates: OrderedDict[Hashable, _Template | _Empty | None] = OrderedDict()
+_lock = threading.Lock()
+
+
+def _compile(qs: QuerySet, values: list[Any]) -> _Template | _Empty | None:
+    """The template of `qs`, built from the placeholders of `values`; None when its SQL
+    cannot be reused with other values."""
+    compiler = qs.query.get_compiler(using=qs.db)
+    try:
+        sql, params = compiler.as_sql()
+    except EmptyResultSet:
+        return _Empty()
+    index = _placeholder_index(values)
+    # what a placeholder looks like written out: in the SQL, or inside another parameter
+    needles = [p if isinstance(p, str) else repr(p) for p in index if not isinstance(p, uuid.UUID)]
+    if any(needle in sql for needle in needles):
+        logger.warning("a query holds a value inline, not as a parameter: not reused")
+        return None
+    try:
+        binders = [
+            (position, bind)
+            for position, param in enumerate(params)
+            if (bind := _binder_for(param, index, needles)) is not None
+        ]
+    except _NotReusable as exc:
+        logger.warning("a query is not reused: %s", exc)
+        return None
+    select, klass_info = compiler.select, compiler.klass_info
+    fields = klass_info["select_fields"]
+    model_fields = slice(fields[0], fields[-1] + 1)
+    converters = compiler.get_converters([s[0] for s in select[0 : compiler.col_count]])
+    return _Template(
+        sql=sql,
+        params=list(params),
+        binders=binders,
+        model=klass_info["model"],
+        init_list=[f[0].target.attname for f in select[model_fields]],
+        model_fields=model_fields,
+        # django-stubs describe Django 6's signature (a fetch mode); 5.2's takes these three
+        related_populators=get_related_populators(klass_info, select, qs.db),  # type: ignore[call-arg]
+        annotation_col_map=dict(compiler.annotation_col_map or {}),
+        converters=list(converters.items()),
+        db=qs.db,
+    )
+
+
+@dataclass(frozen=True)
+class Query:
+    """`build(inputs)`, compiled once per shape of `inputs` under `key` (see `fetch`)."""
+
+    key: Hashable
+    build: Callable[[Any], QuerySet]
+    inputs: Any
+
+
+def _template(query: Query) -> tuple[_Template | _Empty | None, list[Any]]:
+    """The query's template (None: it runs through the ORM) and the values to bind."""
+    walk = _Walk()
+    try:
+        shape = walk.shape(query.inputs)
+    except TypeError:  # an input with no placeholder: through the ORM, every time
+        logger.warning("a query's inputs have no shape: not reused", exc_info=True)
+        return None, []
+    cache_key = (query.key, _hashable(shape))
+    try:
+        template = _templates[cache_key]
+    except KeyError:
+        try:
+            template = _compile(query.build(shape), walk.values)
+        except Exception:  # the ORM refused a placeholder: this shape runs through the ORM
+            logger.debug("a query shape is not reused", exc_info=True)
+            template = None
+        with _lock:
+            _templates[cache_key] = template
+            while len(_templates) > MAX_SHAPES:
+                _templates.popitem(last=False)
+    return template, walk.values
+
+
+def fetch(key: Hashable, build: Callable[[Any], QuerySet], inputs: Any) -> list[Any]:
+    """`list(build(inputs))`, its SQL compiled once per shape of `inputs` (the module
+    docstring). `key` names the query and whatever else its SQL depends on. `build` makes model
+    instances (no `.values()`), and takes any time it filters by from `inputs` (a read's "now"
+    too: a time the build took itself would be reused stale, so such a query is never reused).
+    """
+    [rows] = fetch_together(Query(key, build, inputs))
+    return rows
+
+
+def fetch_together(*queries: Query, first: tuple[str, list[Any]] | None = None) -> list[list[Any]]:
+    """Each query's rows (as `fetch` gives them), all sent in one round trip: one message of
+    several statements, which the server runs in one transaction of its own when none is open.
+    `first` is a statement (SQL and parameters) run before them in that transaction, whose
+    result is not read: `set_config(..., true)` there holds for the queries that follow.
+
+    Only Django's default client-side binding sends several statements at once; with
+    server-side binding, or when a query cannot be reused, they run one by one in a
+    transaction (a savepoint-less atomic block, so `first` still holds for them)."""
+    planned = [_template(q) for q in queries]
+    # Django's psycopg cursors bind client-side unless OPTIONS asks for server-side binding
+    together = connection.settings_dict["OPTIONS"].get("server_side_binding") is not True
+    if not together or any(template is None for template, _ in planned):
+        return _one_by_one(queries, planned, first)
+    statements, params = ([first[0]], list(first[1])) if first else ([], [])
+    for template, values in planned:
+        if isinstance(template, _Template):
+            statements.append(template.sql)
+            params.extend(template.bound(values))
+    if len(statements) == (1 if first else 0):
+        return [[] for _ in planned]  # every query is one the ORM answers without SQL
+    out: list[list[Any]] = []
+    with connection.cursor() as cursor:
+        cursor.execute(";\n".join(statements), params)
+        if first:
+            cursor.nextset()
+        for template, _ in planned:
+            if isinstance(template, _Template):
+                out.append(template.models(cursor.fetchall()))
+                cursor.nextset()
+            else:
+                out.append([])
+    return out
+
+
+def _one_by_one(
+    queries: tuple[Query, ...],
+    planned: list[tuple[_Template | _Empty | None, list[Any]]],
+    first: tuple[str, list[Any]] | None,
+) -> list[list[Any]]:
+    out: list[list[Any]] = []
+    with transaction.atomic(savepoint=False), connection.cursor() as cursor:
+        if first:
+            cursor.execute(*first)
+        for query, (template, values) in zip(queries, planned, strict=True):
+            if template is None:
+                out.append(list(query.build(query.inputs)))
+            elif isinstance(template, _Template):
+                cursor.execute(template.sql, template.bound(values))
+                out.append(template.models(cursor.fetchall()))
+            else:
+                out.append([])
+    return out
+
+
+def forget() -> None:
+    """Drop every compiled shape (tests that change what a query compiles to)."""
+    with _lock:
+        _templates.clear()

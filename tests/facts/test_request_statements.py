@@ -1,0 +1,107 @@
+"""What one search and one write cost in SQL statements, pinned (issue 16: a request that
+grows a round trip shows here first). Counted as the test client sees them, inside the test's
+transaction: the view's transaction is a savepoint here (BEGIN/COMMIT in production, which
+are not statements Django logs), and the write throttle's cache table is reached over the
+default connection (its own autocommit connection in production)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
+from facts import services
+from tests import factories
+
+pytestmark = pytest.mark.django_db
+
+
+def statements(captured: CaptureQueriesContext) -> str:
+    return "\n".join(f"{i:2}. {q['sql'][:120]}" for i, q in enumerate(captured, 1))
+
+
+def user_scope(world: Any, user: str) -> dict[str, str]:
+    return {"project_id": str(world.project.id), "participant_id": user}
+
+
+@pytest.fixture
+def remembered(world: Any, settings: Any) -> Any:
+    """An end user's run, and more of that user's facts than a hybrid leg reads (20), embedded
+    by the deterministic stand-in for the model."""
+    settings.EMBEDDER = "hashing"
+    for i in range(25):
+        services.fact_create(
+            principal=world.app.principal,
+            type="note",
+            content=f"likes coffee {i}",
+            scope=user_scope(world, "u-1"),
+        )
+    return factories.run_create(world.app, world.project, participant_id="u-1", thread_id=None)
+
+
+def search(api: Any, run: Any, mode: str) -> Any:
+    return api.post(
+        "/v1/facts/search", {"mode": mode, "query": "coffee"}, format="json", **run.headers
+    )
+
+
+# A user-scoped search: the view's savepoint; the credential's tenant (row security) and the
+# run; one message with the leg's HNSW settings and its query (hybrid: both legs' queries),
+# every hit's subjects in it; the audit event in one statement (its tenant lock and policy,
+# its insert); the savepoint's release; the tenant cleared when the request ends. (Before
+# issue 16's item 6: 12 and 13, with the leg's own savepoint, the settings, each leg, the
+# subjects and the audit's lock apart.)
+SEARCH_STATEMENTS = {"semantic": 7, "hybrid": 7}
+
+
+@pytest.mark.parametrize("mode", ["semantic", "hybrid"])
+def test_a_user_scoped_search_takes_a_fixed_number_of_statements(
+    api: Any, world: Any, remembered: Any, mode: str
+) -> None:
+    # given: a user's facts and a first search of that shape already served
+    search(api, remembered, mode)
+
+    # when: the user's run searches
+    with CaptureQueriesContext(connection) as captured:
+        response = search(api, remembered, mode)
+
+    # then: ten hits, in exactly the statements above
+    assert response.status_code == 200
+    assert len(response.json()["hits"]) == 10
+    assert len(captured) == SEARCH_STATEMENTS[mode], statements(captured)
+
+
+# A write by an app key: the view's savepoint; the credential's tenant and the key; the write
+# throttle's log (one upsert); the service's savepoint; the project of the scope, the erasure
+# holds, the key's projects (its readers), the type's write policy, the same content already
+# there (dedup); the fact, the guard's check that the writer may write there, the type's
+# retention policy, the revision and its subject; the service's release; the revision read
+# back as stored, its subjects with it; the audit event in one statement; the release; the
+# tenant cleared. (Before issue 16's item 6: 27, with the throttle's read, the cache's size
+# and a savepointed read and update of its row, the subjects and the audit's lock apart.)
+WRITE_STATEMENTS = 20
+
+
+def test_a_write_takes_a_fixed_number_of_statements(api: Any, world: Any, remembered: Any) -> None:
+    def write(content: str) -> Any:
+        return api.post(
+            "/v1/facts",
+            {"type": "note", "content": content, "scope": user_scope(world, "u-1")},
+            format="json",
+            **world.app.headers,
+        )
+
+    # given: the app has written through the API before (its key's last use is recent, its
+    # throttle counter exists)
+    assert write("prefers coffee").status_code == 201
+
+    # when: it writes one more fact for its end user
+    with CaptureQueriesContext(connection) as captured:
+        response = write("prefers tea")
+
+    # then: created, embedded within its budget, in exactly the statements above
+    assert response.status_code == 201, response.json()
+    assert response.json()["fact"]["embedding_state"] == "done"
+    assert len(captured) == WRITE_STATEMENTS, statements(captured)

@@ -1,0 +1,220 @@
+"""Queries compiled once per shape (kindmem/prepared.py): reused with other values, and
+refused where reuse would be wrong."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+import pytest
+from django.db.models import Q
+from django.utils import timezone
+
+from facts import services
+from facts.models import Revision
+from kindmem import prepared
+from kindmem.access import Readers
+from kindmem.models import Project
+from tests import factories
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture(autouse=True)
+def fresh_shapes() -> None:
+    prepared.forget()
+
+
+def compiled(key: str) -> list[Any]:
+    return [t for k, t in prepared._templates.items() if k[0] == key]
+
+
+def note(principal: Any, text: str, scope: dict[str, str]) -> Revision:
+    return services.fact_create(
+        principal=principal, type="note", content=text, scope=scope
+    ).revision
+
+
+def readable(inputs: tuple[Any, Readers, Any]) -> Any:
+    tenant_id, readers, now = inputs
+    return Revision.objects.of_tenant(tenant_id).live(now).readable_by(readers).order_by("id")
+
+
+def test_one_shape_serves_every_reader_of_it_with_its_own_rows(world) -> None:
+    # given: facts of two end users of one project
+    scope = {"project_id": str(world.project.id)}
+    mine = note(world.admin.principal, "mine", {**scope, "participant_id": "p-1"})
+    theirs = note(world.admin.principal, "theirs", {**scope, "participant_id": "p-2"})
+    project, org = str(world.project.id), str(world.org.id)
+
+    def reader(participant: str) -> Readers:
+        return Readers(
+            project_ids=frozenset({project}),
+            org_ids=frozenset({org}),
+            participant_ids=frozenset({participant}),
+        )
+
+    # when: each reads through the same shape, one after the other
+    now = timezone.now()
+    first = prepared.fetch("t-guard", readable, (world.tenant.id, reader("p-1"), now))
+    second = prepared.fetch("t-guard", readable, (world.tenant.id, reader("p-2"), now))
+
+    # then: one compiled query, and each reader got only its own fact
+    assert len(compiled("t-guard")) == 1
+    assert [r.pk for r in first] == [mine.pk]
+    assert [r.pk for r in second] == [theirs.pk]
+
+
+def test_ids_equal_across_reader_fields_are_a_shape_of_their_own(world) -> None:
+    # given: an app's readers (its project in project_ids and in on_behalf_of_project_ids) and
+    # a reader whose two sets name different projects
+    other = Project.objects.create(tenant=world.tenant, org=world.org, name="other")
+    wide = note(world.admin.principal, "project-wide", {"project_id": str(world.project.id)})
+    person = note(
+        world.admin.principal,
+        "an end user's",
+        {"project_id": str(other.id), "participant_id": "p-9"},
+    )
+    same = Readers(
+        project_ids=frozenset({str(world.project.id)}),
+        on_behalf_of_project_ids=frozenset({str(world.project.id)}),
+    )
+    different = Readers(
+        project_ids=frozenset({str(world.project.id)}),
+        on_behalf_of_project_ids=frozenset({str(other.id)}),
+    )
+
+    # when: both read
+    now = timezone.now()
+    got_same = prepared.fetch("t-guard", readable, (world.tenant.id, same, now))
+    got_different = prepared.fetch("t-guard", readable, (world.tenant.id, different, now))
+
+    # then: two shapes, and each reader gets what the ORM gives it
+    assert len(compiled("t-guard")) == 2
+    for readers, got in ((same, got_same), (different, got_different)):
+        assert [r.pk for r in got] == [
+            r.pk for r in readable((world.tenant.id, readers, timezone.now()))
+        ]
+    assert {r.pk for r in got_different} == {wide.pk, person.pk}
+
+
+def test_a_query_that_takes_its_own_time_is_never_reused(world) -> None:
+    # given: a fact, and a query that asks for live revisions without being given "now"
+    revision = note(world.admin.principal, "x", {})
+
+    def stale(tenant_id: Any) -> Any:
+        return Revision.objects.of_tenant(tenant_id).live()
+
+    # when: it runs twice through fetch
+    for _ in range(2):
+        got = prepared.fetch("t-stale", stale, world.tenant.id)
+
+        # then: it answers, through the ORM each time: its time would go stale if reused
+        assert [r.pk for r in got] == [revision.pk]
+    assert compiled("t-stale") == [None]
+
+
+def test_a_value_written_into_the_sql_is_never_reused(world) -> None:
+    # given: a query that puts its value into the SQL text rather than a parameter
+    revision = note(world.admin.principal, "inline", {})
+
+    def inline(content_hash: str) -> Any:
+        return Revision.objects.extra(where=[f"content_hash = '{content_hash}'"])  # noqa: S610
+
+    # when / then: it answers for each value, and is not compiled for reuse
+    assert [r.pk for r in prepared.fetch("t-inline", inline, revision.content_hash)] == [
+        revision.pk
+    ]
+    assert prepared.fetch("t-inline", inline, "0" * 64) == []
+    assert compiled("t-inline") == [None]
+
+
+def test_a_shape_the_orm_answers_without_sql_runs_no_query(
+    world, django_assert_num_queries
+) -> None:
+    # given: a query that an empty id list makes empty (Django runs no SQL for it)
+    def by_ids(ids: tuple[uuid.UUID, ...]) -> Any:
+        return Revision.objects.filter(Q(id__in=ids))
+
+    # when / then: no statement, and nothing found
+    with django_assert_num_queries(0):
+        assert prepared.fetch("t-empty", by_ids, ()) == []
+        assert prepared.fetch("t-empty", by_ids, ()) == []
+
+
+def test_rows_come_back_as_the_orm_makes_them(world) -> None:
+    # given: a fact with a subject, read with its fact selected and an annotation
+    revision = note(world.admin.principal, {"text": "tea"}, {})
+
+    def with_fact(pk: uuid.UUID) -> Any:
+        from django.db.models import Value
+
+        return (
+            Revision.objects.filter(pk=pk)
+            .select_related("fact")
+            .defer("embedding")
+            .annotate(marker=Value(7))
+        )
+
+    # when: read twice (compiled, then reused)
+    for _ in range(2):
+        [got] = prepared.fetch("t-rows", with_fact, revision.pk)
+
+        # then: the same model, its related fact loaded, its annotation set, JSON decoded
+        expected = with_fact(revision.pk).get()
+        assert got.pk == expected.pk
+        assert got.content == {"text": "tea"}
+        assert got.fact.type == "note"
+        assert got.fact.tenant_id == world.tenant.id
+        assert got.marker == 7
+        assert got.created_at == expected.created_at
+    assert len(compiled("t-rows")) == 1
+
+
+def test_a_new_tenant_reuses_the_shape_and_sees_only_its_own(world, other_world) -> None:
+    # given: a fact in each of two tenants
+    mine = note(world.admin.principal, "a", {})
+    theirs = note(other_world.admin.principal, "b", {})
+
+    # when: each tenant's admin reads through one shape
+    now = timezone.now()
+    a = prepared.fetch("t-guard", readable, (world.tenant.id, Readers(all=True), now))
+    b = prepared.fetch("t-guard", readable, (other_world.tenant.id, Readers(all=True), now))
+
+    # then: one shape, one tenant's rows each
+    assert len(compiled("t-guard")) == 1
+    assert [r.pk for r in a] == [mine.pk]
+    assert [r.pk for r in b] == [theirs.pk]
+
+
+def test_a_run_token_is_looked_up_through_its_compiled_query(api, world) -> None:
+    # given: two runs of the same app
+    first = factories.run_create(world.app, world.project, participant_id="p-1", thread_id=None)
+    second = factories.run_create(world.app, world.project, participant_id="p-2", thread_id=None)
+
+    # when: each lists facts
+    for run in (first, second):
+        assert api.get("/v1/facts", **run.headers).status_code == 200
+
+    # then: one compiled lookup served both credentials
+    assert len(compiled("auth-run")) == 1
+
+
+@pytest.mark.parametrize(
+    "lookup",
+    [
+        lambda text: Q(search_text__contains=text),  # a LIKE pattern made from the value
+        lambda text: Q(content__contains={"text": text}),  # a JSON adapter holding it
+    ],
+)
+def test_a_value_inside_a_parameter_built_from_it_is_never_reused(world, lookup) -> None:
+    # given: a fact, and a query whose parameter is made from the value, not the value itself
+    revision = note(world.admin.principal, {"text": "green tea"}, {})
+
+    def matching(text: str) -> Any:
+        return Revision.objects.filter(lookup(text))
+
+    # when / then: each value gets its own answer, and the query is not compiled for reuse
+    assert [r.pk for r in prepared.fetch("t-built", matching, "green tea")] == [revision.pk]
+    assert prepared.fetch("t-built", matching, "black coffee") == []
+    assert compiled("t-built") == [None]
