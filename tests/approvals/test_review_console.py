@@ -167,3 +167,59 @@ def test_the_demo_tenant_has_memories_waiting_for_its_reviewer_once(db):
     pending = Approval.objects.filter(tenant=creds.tenant, status=ApprovalStatus.PENDING)
     assert pending.count() == 4
     assert sorted({r for a in pending for r in a.reasons}) == ["instruction-like", "wide-scope"]
+
+
+def test_every_console_decision_is_an_audit_event_of_the_staff_member(
+    api, world, agent_run, console, reviewer
+):
+    from audit.models import AuditEvent
+
+    by_button, by_key, *by_bulk = (_pending(api, agent_run, f"Always thing {i}.") for i in range(4))
+    last = AuditEvent.objects.order_by("-seq").values_list("seq", flat=True).first()
+    # when the reviewer approves one with its button, rejects one with a key (a fetch asking
+    # for JSON) and verifies two with the bulk action
+    console.post(f"{QUEUE}{by_button}/decide/", {"decision": "approve"})
+    console.post(
+        f"{QUEUE}{by_key}/decide/",
+        {"decision": "reject", f"note-{by_key}": "no"},
+        headers={"accept": "application/json"},
+    )
+    console.post(QUEUE, {"action": "verify_selected", "_selected_action": by_bulk})
+    # then each decision is one event (phase write) of "staff:<their id>", naming the approval,
+    # its fact and whom it is about, and what was decided
+    events = list(AuditEvent.objects.filter(seq__gt=last).order_by("seq"))
+    decided = {e.query_snapshot["approval_id"]: e for e in events}
+    assert len(events) == 4
+    assert {a: e.query_snapshot["decision"] for a, e in decided.items()} == {
+        by_button: "approved",
+        by_key: "rejected",
+        by_bulk[0]: "verified",
+        by_bulk[1]: "verified",
+    }
+    for approval_id, event in decided.items():
+        approval = Approval.objects.select_related("revision").get(pk=approval_id)
+        assert event.principal == f"staff:{reviewer.user.pk}"
+        assert event.principal_kind == "console"
+        assert (event.phase, event.outcome, event.kind) == ("write", "success", "fact")
+        assert {approval_id, str(approval.revision.fact_id)} <= set(event.object_ids)
+        assert event.subjects == ["participant:participant-1"]
+    assert decided[by_button].endpoint == decided[by_key].endpoint == "POST console approval-decide"
+    assert decided[by_bulk[0]].endpoint == "POST console approvals"
+
+
+def test_a_refused_console_decision_records_no_event(api, world, agent_run, console):
+    from audit.models import AuditEvent
+
+    approval_id = _pending(api, agent_run, "Always upsell.")
+    console.post(f"{QUEUE}{approval_id}/decide/", {"decision": "approve"})
+    count = AuditEvent.objects.count()
+    # when it is decided again (someone else was first)
+    answer = console.post(
+        f"{QUEUE}{approval_id}/decide/",
+        {"decision": "reject"},
+        headers={"accept": "application/json"},
+    )
+    # then the answer says so, and nothing new is on record
+    assert answer.status_code == 409
+    assert answer.json()["code"] == "conflict"
+    assert AuditEvent.objects.count() == count
