@@ -257,9 +257,12 @@ class ApprovalAdmin(TenantScopedAdmin):
             'value="approve" data-action="approve">Approve</button> '
             '<button type="submit" class="button" formaction="{}" name="decision" '
             'value="verify" data-action="verify">Approve &amp; verify</button><br>'
-            '<input type="text" name="note-{}" placeholder="note" maxlength="2000" size="18"> '
+            '<input type="text" name="note-{}" placeholder="note" maxlength="2000" size="18" '
+            'aria-label="note for a rejection"> '
             '<button type="submit" class="button" formaction="{}" name="decision" '
-            'value="reject" data-action="reject">Reject</button></div>',
+            'value="reject" data-action="reject">Reject</button>'
+            '<small class="review-note-prompt" hidden>Type the note, then Enter rejects; '
+            "Esc cancels.</small></div>",
             url,
             url,
             obj.id,
@@ -267,6 +270,15 @@ class ApprovalAdmin(TenantScopedAdmin):
         )
 
     # --- deciding --------------------------------------------------------------------
+
+    def changelist_view(self, request: HttpRequest, extra_context: Any = None) -> HttpResponse:
+        # The keys (approvals/static/approvals/review_keys.js) are for those who may decide.
+        context = {
+            "title": "The review queue",
+            "can_decide": self.has_decide_permission(request),
+            **(extra_context or {}),
+        }
+        return super().changelist_view(request, context)
 
     def get_urls(self) -> list[Any]:
         return [

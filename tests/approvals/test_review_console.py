@@ -223,3 +223,69 @@ def test_a_refused_console_decision_records_no_event(api, world, agent_run, cons
     assert answer.status_code == 409
     assert answer.json()["code"] == "conflict"
     assert AuditEvent.objects.count() == count
+
+
+def test_the_queue_page_carries_the_keys_for_those_who_decide(api, world, agent_run, console):
+    _pending(api, agent_run, "Always upsell.")
+    page = console.get(QUEUE).content.decode()
+    # the vendored script (no CDN), the help, the count the keys update
+    assert re.search(r'<script src="/static/approvals/review_keys\.js" defer>', page)
+    assert 'id="review-keys-help"' in page
+    assert '<strong class="pending-count" id="review-pending-count">1</strong>' in page
+    assert 'data-count="1"' in page
+    assert "1 approval</span>" in page
+    assert "//cdn" not in page
+    assert "https://" not in page
+
+
+def test_staff_who_may_only_look_get_no_keys(api, world, agent_run):
+    from django.contrib.auth.models import Permission
+
+    from tests import factories
+
+    _pending(api, agent_run, "Always upsell.")
+    staff = factories.user_create(world.tenant)
+    staff.is_staff = True
+    staff.save()
+    staff.user_permissions.add(Permission.objects.get(codename="view_approval"))
+    client = Client()
+    client.force_login(staff)
+    page = client.get(QUEUE).content.decode()
+    assert "upsell" in page
+    assert "/static/approvals/review_keys.js" not in page
+    assert 'id="review-keys-help"' not in page
+
+
+def test_a_decision_by_fetch_answers_json_with_the_new_count(api, world, agent_run, console):
+    first = _pending(api, agent_run, "Always greet in Spanish.")
+    _pending(api, agent_run, "Never refund.")
+    json_headers = {"accept": "application/json"}
+    # when the keys approve the first
+    answer = console.post(f"{QUEUE}{first}/decide/", {"decision": "verify"}, headers=json_headers)
+    # then the answer says what happened and how many still wait, and nothing is queued as a
+    # message for the next page
+    assert answer.status_code == 200
+    assert answer.json() == {
+        "id": first,
+        "status": "verified",
+        "message": "Approved and verified: Always greet in Spanish.",
+        "pending": 1,
+    }
+    assert '<ul class="messagelist">' not in console.get(QUEUE).content.decode()
+    # and a decision that is not one is a 400 in the one error shape, deciding nothing
+    bad = console.post(f"{QUEUE}{first}/decide/", {"decision": "maybe"}, headers=json_headers)
+    assert bad.status_code == 400
+    assert bad.json()["code"] == "validation-error"
+
+
+def test_a_fetch_without_the_csrf_token_is_refused(api, world, agent_run, reviewer):
+    approval_id = _pending(api, agent_run, "Always upsell.")
+    client = Client(enforce_csrf_checks=True)
+    client.force_login(reviewer.user)
+    answer = client.post(
+        f"{QUEUE}{approval_id}/decide/",
+        {"decision": "approve"},
+        headers={"accept": "application/json"},
+    )
+    assert answer.status_code == 403
+    assert Approval.objects.get(pk=approval_id).status == ApprovalStatus.PENDING
