@@ -16,7 +16,7 @@ from django import forms
 from django.contrib import admin, messages
 from django.contrib.admin.helpers import ActionForm
 from django.db.models import QuerySet
-from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect, JsonResponse
 from django.urls import path, reverse
 from django.utils import timezone
 from django.utils.html import format_html, format_html_join
@@ -28,7 +28,15 @@ from approvals.models import Approval, ApprovalQuerySet, ApprovalStatus
 from approvals.services import Decision, approval_decide, console_principal
 from facts.review_reasons import REASONS
 from kindmem.console import TenantScopedAdmin, console_scope, person_link
-from kindmem.errors import KindmemError
+from kindmem.errors import KindmemError, ValidationFailed
+
+# The console's three decisions: (the service's decision, verify) and what the message says.
+CHOICES = {
+    "approve": (Decision.APPROVE, False),
+    "verify": (Decision.APPROVE, True),
+    "reject": (Decision.REJECT, False),
+}
+DONE = {"approve": "Approved", "verify": "Approved and verified", "reject": "Rejected"}
 
 
 def tenant_approvals(request: HttpRequest) -> ApprovalQuerySet:
@@ -249,9 +257,12 @@ class ApprovalAdmin(TenantScopedAdmin):
             'value="approve" data-action="approve">Approve</button> '
             '<button type="submit" class="button" formaction="{}" name="decision" '
             'value="verify" data-action="verify">Approve &amp; verify</button><br>'
-            '<input type="text" name="note-{}" placeholder="note" maxlength="2000" size="18"> '
+            '<input type="text" name="note-{}" placeholder="note" maxlength="2000" size="18" '
+            'aria-label="note for a rejection"> '
             '<button type="submit" class="button" formaction="{}" name="decision" '
-            'value="reject" data-action="reject">Reject</button></div>',
+            'value="reject" data-action="reject">Reject</button>'
+            '<small class="review-note-prompt" hidden>Type the note, then Enter rejects; '
+            "Esc cancels.</small></div>",
             url,
             url,
             obj.id,
@@ -259,6 +270,15 @@ class ApprovalAdmin(TenantScopedAdmin):
         )
 
     # --- deciding --------------------------------------------------------------------
+
+    def changelist_view(self, request: HttpRequest, extra_context: Any = None) -> HttpResponse:
+        # The keys (approvals/static/approvals/review_keys.js) are for those who may decide.
+        context = {
+            "title": "The review queue",
+            "can_decide": self.has_decide_permission(request),
+            **(extra_context or {}),
+        }
+        return super().changelist_view(request, context)
 
     def get_urls(self) -> list[Any]:
         return [
@@ -271,39 +291,56 @@ class ApprovalAdmin(TenantScopedAdmin):
         ]
 
     def _decide(
-        self, request: HttpRequest, approval: Approval, decision: str, note: str = ""
-    ) -> bool:
+        self, request: HttpRequest, approval: Approval, choice: str, note: str, endpoint: str
+    ) -> Approval | KindmemError:
+        """One console decision (a row's button, a key, a bulk action): the service the API
+        calls too, which also records its audit event. Returns the decided approval, or the
+        refusal."""
+        decision, verify = CHOICES[choice]
         try:
-            approval_decide(
+            return approval_decide(
                 approval=approval,
-                decision=Decision.REJECT if decision == "reject" else Decision.APPROVE,
-                verify=decision == "verify",
+                decision=decision,
+                verify=verify,
                 reviewer=console_principal(request.user, approval.tenant_id),
                 note=note,
+                endpoint=endpoint,
             )
         except KindmemError as exc:
-            self.message_user(request, f"{approval.id}: {exc.message}", messages.ERROR)
-            return False
-        return True
+            return exc
 
     def decide_view(self, request: HttpRequest, approval_id: uuid.UUID) -> HttpResponse:
+        """A row's decision. A form post (the row's buttons) is redirected back to the queue
+        with a message; a `fetch` that asks for JSON (the queue's keys, approvals/static/
+        approvals/review_keys.js) gets the outcome and the new pending count, no reload."""
+        answer_json = request.accepts("application/json") and not request.accepts("text/html")
         if not self.has_decide_permission(request):
             raise Http404
         approval = self.get_queryset(request).filter(pk=approval_id).first()
         if approval is None:
             raise Http404
-        decision = request.POST.get("decision", "")
-        if decision not in {"approve", "verify", "reject"}:
-            self.message_user(request, "Choose approve, verify or reject.", messages.ERROR)
+        choice = request.POST.get("decision", "")
+        if choice not in CHOICES:
+            outcome: Approval | KindmemError = ValidationFailed("Choose approve, verify or reject.")
         else:
             note = request.POST.get(f"note-{approval.id}", "")[:2000]
-            if self._decide(request, approval, decision, note):
-                done = {"approve": "Approved", "verify": "Approved and verified"}
-                self.message_user(
-                    request,
-                    f"{done.get(decision, 'Rejected')}: {approval.text[:80]}",
-                    messages.SUCCESS,
-                )
+            outcome = self._decide(request, approval, choice, note, "POST console approval-decide")
+        if answer_json:
+            if isinstance(outcome, KindmemError):
+                body = {"code": outcome.code, "message": outcome.message}
+                return JsonResponse(body, status=outcome.status_code)
+            return JsonResponse(
+                {
+                    "id": str(outcome.id),
+                    "status": outcome.status,
+                    "message": f"{DONE[choice]}: {outcome.text[:80]}",
+                    "pending": tenant_approvals(request).pending().count(),
+                }
+            )
+        if isinstance(outcome, KindmemError):
+            self.message_user(request, f"{approval.id}: {outcome.message}", messages.ERROR)
+        else:
+            self.message_user(request, f"{DONE[choice]}: {outcome.text[:80]}", messages.SUCCESS)
         back = reverse("admin:approvals_approval_changelist")
         referer = request.META.get("HTTP_REFERER", "")
         if referer and request.get_host() in referer and back in referer:
@@ -313,7 +350,13 @@ class ApprovalAdmin(TenantScopedAdmin):
     def _bulk(self, request: HttpRequest, queryset: QuerySet[Approval], decision: str) -> None:
         note = request.POST.get("note", "")[:2000]
         pending = queryset.filter(status=ApprovalStatus.PENDING).order_by("pk")
-        done = sum(self._decide(request, approval, decision, note) for approval in pending)
+        done = 0
+        for approval in pending:
+            outcome = self._decide(request, approval, decision, note, "POST console approvals")
+            if isinstance(outcome, KindmemError):
+                self.message_user(request, f"{approval.id}: {outcome.message}", messages.ERROR)
+            else:
+                done += 1
         skipped = queryset.count() - done
         level = messages.SUCCESS if done else messages.WARNING
         self.message_user(

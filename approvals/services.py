@@ -11,6 +11,8 @@ from django.db import transaction
 from django.utils import timezone
 
 from approvals.models import Approval, ApprovalStatus
+from audit.models import Outcome, Phase
+from audit.services import Actor, AuditNote, audit_record
 from facts.models import Revision
 from facts.review_reasons import Finding
 from facts.services import fact_verify, revision_approve, revision_reject
@@ -99,6 +101,38 @@ def approval_get(*, principal: Principal, approval_id: uuid.UUID | str) -> Appro
     return approval
 
 
+def revision_audit_touch(note: AuditNote, revision: Revision) -> None:
+    """Name in an audit event the revision that was remembered or decided, and its fact, which
+    is what `GET /v1/audit?fact_id=` asks for: an event names the fact it touches, like every
+    fact endpoint's. Recording it, rather than widening the filter to the fact's revision ids,
+    keeps the lookup one probe of the GIN index on object_ids, needs no query of the facts
+    tables from audit (which sits below facts), and still finds the events once an erasure or
+    purge removed the revisions."""
+    note.touch(
+        ids=[revision.id, revision.fact_id],
+        subjects=[(s.kind, s.subject_id) for s in revision.subjects.all()],
+    )
+    if revision.fact.project_id:
+        note.project_id = str(revision.fact.project_id)
+
+
+def decision_audit_touch(note: AuditNote, approval: Approval) -> None:
+    """What a decision's audit event says: the approval, its revision and fact (and the verified
+    revision), whom it is about, and the decision."""
+    note.touch(ids=[approval.id])
+    revision_audit_touch(note, approval.revision)
+    if approval.verified_revision_id:
+        note.touch(ids=[approval.verified_revision_id])
+    note.query_snapshot.update({"approval_id": str(approval.id), "decision": approval.status})
+
+
+def _audit_actor(reviewer: Principal) -> Actor:
+    # A console session decides as a user with no key (`console_principal`): the staff member.
+    if reviewer.api_key is None and reviewer.run is None and reviewer.user is not None:
+        return Actor.of_staff(reviewer.user, reviewer.tenant_id)
+    return Actor.of_principal(reviewer)
+
+
 @transaction.atomic
 def approval_decide(
     *,
@@ -107,9 +141,17 @@ def approval_decide(
     reviewer: Principal,
     note: str = "",
     verify: bool = False,
+    audit: AuditNote | None = None,
+    endpoint: str = "POST console approval-decide",
 ) -> Approval:
     """Decide a pending approval, once. The claim is a conditional UPDATE on `status =
     'pending'`: 0 rows changed means someone decided first (`conflict`, 409).
+
+    Every decision is an audit event (phase write) in the decision's transaction, naming the
+    reviewer, the approval and the decision (`decision_audit_touch`). An API call passes its
+    request's note (`audit`: `AuditedView` records that one event per call); without one (the
+    console's buttons, keys and bulk actions) the decision records its own, at `endpoint`, as
+    the staff member ("staff:<user id>").
 
     approve: the revision becomes readable as it is (trust `unverified`), replacing the fact's
     approved value if it had one (`superseded`). approve + verify: also a new revision `trust:
@@ -160,11 +202,21 @@ def approval_decide(
                 readers=Readers(all=True),
             )
             Approval.objects.filter(pk=approval.pk).update(verified_revision=result.revision)
-    return (
+    decided = (
         Approval.objects.select_related("revision__fact", "agent", "project", "run")
         .prefetch_related("revision__subjects")
         .get(pk=approval.pk)
     )
+    event = audit if audit is not None else AuditNote(phase=Phase.WRITE, kind="fact")
+    decision_audit_touch(event, decided)
+    if audit is None:
+        audit_record(
+            principal=_audit_actor(reviewer),
+            note=event,
+            outcome=Outcome.SUCCESS,
+            endpoint=endpoint,
+        )
+    return decided
 
 
 def console_principal(user: object, tenant_id: uuid.UUID) -> Principal:

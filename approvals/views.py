@@ -4,8 +4,6 @@ Every approval read starts from the caller's tenant, so another tenant's approva
 
 from __future__ import annotations
 
-from typing import Any
-
 from django.db.models import Q
 from drf_spectacular.utils import extend_schema
 from rest_framework import status
@@ -36,21 +34,6 @@ ERRORS = dict.fromkeys((400, 401, 403, 404, 409), ErrorOutput)
 DEFAULT_LIMIT = 50
 
 
-def _touch_revision(view: AuditedView, revision: Any) -> None:
-    # The revision, which is what was remembered or decided, and its fact, which is what
-    # `GET /v1/audit?fact_id=` asks for: an event names the fact it touches, like every fact
-    # endpoint's. Recording it, rather than widening the filter to the fact's revision ids,
-    # keeps the lookup one probe of the GIN index on object_ids, needs no query of the facts
-    # tables from audit (which sits below facts), and still finds the events once an
-    # erasure or purge removed the revisions.
-    view.audit.touch(
-        ids=[revision.id, revision.fact_id],
-        subjects=[(s.kind, s.subject_id) for s in revision.subjects.all()],
-    )
-    if revision.fact.project_id:
-        view.audit.project_id = str(revision.fact.project_id)
-
-
 class RememberView(AuditedView):
     """The agent's `remember` tool: called with a run token; the body carries only what the
     model chooses. 201 for a new revision, 200 for a replay of the same tool call."""
@@ -67,7 +50,7 @@ class RememberView(AuditedView):
         body.is_valid(raise_exception=True)
         remembered = memory_remember(principal=principal_of(request), **body.validated_data)
         revision = remembered.result.revision
-        _touch_revision(self, revision)
+        services.revision_audit_touch(self.audit, revision)
         code = status.HTTP_200_OK if remembered.result.outcome == SlotOutcome.REPLAYED else 201
         return Response(remember_body(remembered), status=code)
 
@@ -102,7 +85,7 @@ class ApprovalListView(AuditedView):
         next_cursor = cursor_encode(page[limit - 1]) if len(page) > limit else None
         page = page[:limit]
         for approval in page:
-            _touch_revision(self, approval.revision)
+            services.revision_audit_touch(self.audit, approval.revision)
         self.audit.project_id = None
         return Response(ApprovalListOutput({"approvals": page, "next_cursor": next_cursor}).data)
 
@@ -127,8 +110,8 @@ class _DecisionView(AuditedView):
             reviewer=principal,
             note=data.get("note", ""),
             verify=self.verify or data.get("verify", False),
+            audit=self.audit,
         )
-        _touch_revision(self, decided.revision)
         return Response(ApprovalOutput(decided).data)
 
 

@@ -44,13 +44,33 @@ class AuditNote:
             self.subjects.add(subject if isinstance(subject, str) else f"{subject[0]}:{subject[1]}")
 
 
+@dataclass(frozen=True)
+class Actor:
+    """Who did something that is not an API call, for the audit stream: an API principal, or a
+    staff member in the console (`kind` "console", `id` "staff:<user id>"). It stands where
+    `audit_record` takes a principal."""
+
+    kind: str
+    id: str
+    tenant_id: uuid.UUID
+    run: None = None
+
+    @classmethod
+    def of_principal(cls, principal: Principal) -> Actor:
+        return cls(kind=principal.kind, id=principal.id, tenant_id=principal.tenant_id)
+
+    @classmethod
+    def of_staff(cls, user: Any, tenant_id: uuid.UUID) -> Actor:
+        return cls(kind="console", id=f"staff:{user.pk}", tenant_id=tenant_id)
+
+
 def _tenant_lock_key(tenant_id: uuid.UUID) -> int:
     return int.from_bytes(tenant_id.bytes[:8], "big", signed=True)
 
 
 def audit_record(
     *,
-    principal: Principal,
+    principal: Principal | Actor,
     note: AuditNote,
     outcome: str,
     endpoint: str,
@@ -195,4 +215,4 @@ def audit_purge() -> int:
     return deleted
 
 
-__all__ = ["AuditNote", "Outcome", "audit_purge", "audit_record", "audit_subject_scrub"]
+__all__ = ["Actor", "AuditNote", "Outcome", "audit_purge", "audit_record", "audit_subject_scrub"]

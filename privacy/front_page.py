@@ -10,21 +10,29 @@
 
 Someone with several roles sees each of their panels. Every panel is a handful of aggregate
 queries over the staff member's tenant (`console_scope`), whatever the size of the data.
+
+The charts (`kindmem.charts`, SVG drawn here, no script) show what is easier seen than read,
+over the last `DAYS` days: the revisions written per day by trust and review outcome, how long
+the queue has waited, the decisions per reviewer (the reviewer's panel); erasures and access
+requests per day (the privacy officer's). Each is one GROUP BY (`TruncDate` and `Count` in
+SQL), its rows bounded by the days and categories, not by the data.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import timedelta
+from datetime import date, datetime, time, timedelta
 from typing import Any
 
-from django.db.models import Count, Max, Min, Q
+from django.db.models import Case, Count, F, Max, Min, Q, QuerySet, Value, When
+from django.db.models.functions import TruncDate
 from django.http import HttpRequest
 from django.utils import timezone
 
-from approvals.models import Approval, ApprovalStatus
-from facts.models import EmbeddingState, Revision, SweepReport
+from approvals.models import DECIDED, Approval, ApprovalStatus
+from facts.models import EmbeddingState, InvalidationReason, Review, Revision, SweepReport, Trust
 from facts.review_reasons import REASONS
+from kindmem.charts import Chart, Series, day_labels
 from kindmem.console import console_scope, principal_names
 from kindmem.models import WorkerHeartbeat
 from privacy.models import UNFINISHED, AccessRequest, ErasureRequest
@@ -41,6 +49,24 @@ AGE_BUCKETS = [
 ]
 # A worker is alive if it beat within this (the beat runs every minute).
 WORKER_FRESH = timedelta(minutes=3)
+# The charts' period, in days (today included).
+DAYS = 30
+# Reviewers shown in the decisions chart, the busiest first.
+REVIEWERS = 8
+# The written-revisions chart's series: (outcome, label, colour), bottom to top.
+WRITTEN = [
+    (Trust.ASSERTED, "asserted", "blue"),
+    (Trust.VERIFIED, "verified", "green"),
+    (Trust.UNVERIFIED, "unverified (accepted)", "sky"),
+    ("waiting", "waiting for review", "orange"),
+    ("rejected", "rejected", "vermillion"),
+    ("withdrawn", "replaced before review", "grey"),
+]
+DECISIONS = [
+    (ApprovalStatus.APPROVED, "approved", "sky"),
+    (ApprovalStatus.VERIFIED, "approved and verified", "green"),
+    (ApprovalStatus.REJECTED, "rejected", "vermillion"),
+]
 
 
 @dataclass
@@ -50,10 +76,9 @@ class ReviewPanel:
     by_reason: list[tuple[str, int]]
     by_age: list[tuple[str, int]]
     decisions: list[Approval] = field(default_factory=list)
-
-    @property
-    def busiest_age(self) -> int:
-        return max((n for _, n in self.by_age), default=0) or 1
+    age_chart: Chart | None = None
+    written_chart: Chart | None = None
+    reviewers_chart: Chart | None = None
 
 
 @dataclass
@@ -63,6 +88,7 @@ class PrivacyPanel:
     finished_erasures: list[ErasureRequest]
     finished_access: list[AccessRequest]
     names: dict[str, str]
+    requests_chart: Chart | None = None
 
 
 @dataclass
@@ -96,12 +122,138 @@ def _review(request: HttpRequest) -> ReviewPanel:
         .select_related("revision__fact")
         .order_by("-decided_at")[:RECENT]
     )
+    by_age = [(label, found[f"age_{i}"]) for i, (label, _) in enumerate(AGE_BUCKETS)]
     return ReviewPanel(
         pending=found["pending"],
         oldest=found["oldest"],
         by_reason=[(r, found[f"reason_{i}"]) for i, r in enumerate(REASONS)],
-        by_age=[(label, found[f"age_{i}"]) for i, (label, _) in enumerate(AGE_BUCKETS)],
+        by_age=by_age,
         decisions=decisions,
+        age_chart=Chart(
+            id="chart-queue-age",
+            title="How long the waiting memories have waited",
+            labels=[label for label, _ in by_age],
+            series=[Series("waiting", [n for _, n in by_age], "orange")],
+            unit="memories waiting",
+            category="waited",
+            horizontal=True,
+            empty="No memory is waiting.",
+        ),
+        written_chart=_written_chart(request, now),
+        reviewers_chart=_reviewers_chart(request, now),
+    )
+
+
+def _period(now: datetime) -> tuple[list[date], datetime]:
+    """The charts' days, oldest first, and the moment the first one began (local time)."""
+    today = timezone.localdate(now)
+    days = [today - timedelta(days=DAYS - 1 - i) for i in range(DAYS)]
+    since = datetime.combine(days[0], time.min, tzinfo=timezone.get_current_timezone())
+    return days, since
+
+
+def _per_day(rows: QuerySet[Any], days: list[date], key: str = "") -> dict[str, list[int]]:
+    """{key value: [count per day]} from rows of `day`, `n` (and `key`)."""
+    index = {day: i for i, day in enumerate(days)}
+    counts: dict[str, list[int]] = {}
+    for row in rows:
+        if row["day"] in index:
+            series = counts.setdefault(row[key] if key else "", [0] * len(days))
+            series[index[row["day"]]] += row["n"]
+    return counts
+
+
+def _written_chart(request: HttpRequest, now: datetime) -> Chart:
+    days, since = _period(now)
+    # A revision's review outcome is in its own columns (facts/remember.py): waiting is
+    # pending and current; a rejection invalidates it as deleted, still pending; a newer
+    # value from the agent before anyone decided invalidates it otherwise.
+    outcome = Case(
+        When(review=Review.PENDING, invalidated_at__isnull=True, then=Value("waiting")),
+        When(
+            review=Review.PENDING,
+            invalidation_reason=InvalidationReason.DELETED,
+            then=Value("rejected"),
+        ),
+        When(review=Review.PENDING, then=Value("withdrawn")),
+        default=F("trust"),
+    )
+    rows = (
+        console_scope(request, Revision.objects.all())
+        .filter(created_at__gte=since)
+        .annotate(day=TruncDate("created_at"), outcome=outcome)
+        .values("day", "outcome")
+        .annotate(n=Count("pk"))
+        .order_by()
+    )
+    counts = _per_day(rows, days, "outcome")
+    return Chart(
+        id="chart-written",
+        title=f"Revisions written per day, the last {DAYS} days, by trust and review",
+        labels=day_labels(days),
+        series=[
+            Series(label, counts.get(key, [0] * len(days)), colour)
+            for key, label, colour in WRITTEN
+        ],
+        unit="revisions",
+        category="day",
+    )
+
+
+def _reviewers_chart(request: HttpRequest, now: datetime) -> Chart:
+    _days, since = _period(now)
+    rows = list(
+        console_scope(request, Approval.objects.all())
+        .filter(decided_at__gte=since, status__in=DECIDED)
+        .values("decided_by", "status")
+        .annotate(n=Count("pk"))
+        .order_by()
+    )
+    per: dict[str, dict[str, int]] = {}
+    for row in rows:
+        per.setdefault(row["decided_by"], {})[row["status"]] = row["n"]
+    busiest = sorted(per, key=lambda who: (-sum(per[who].values()), who))[:REVIEWERS]
+    names = principal_names(request, busiest)
+    return Chart(
+        id="chart-reviewers",
+        title=f"Decisions per reviewer, the last {DAYS} days",
+        labels=[names.get(who, who) for who in busiest],
+        series=[
+            Series(label, [per[who].get(status, 0) for who in busiest], colour)
+            for status, label, colour in DECISIONS
+        ],
+        unit="decisions",
+        category="reviewer",
+        horizontal=True,
+        empty=f"No decision in the last {DAYS} days.",
+    )
+
+
+def _requests_chart(request: HttpRequest) -> Chart:
+    days, since = _period(timezone.now())
+
+    def per_day(model: Any) -> list[int]:
+        rows = (
+            console_scope(request, model.objects.all())
+            .filter(created_at__gte=since)
+            .annotate(day=TruncDate("created_at"))
+            .values("day")
+            .annotate(n=Count("pk"))
+            .order_by()
+        )
+        return _per_day(rows, days).get("", [0] * len(days))
+
+    return Chart(
+        id="chart-requests",
+        title=f"Erasures and access requests per day, the last {DAYS} days",
+        labels=day_labels(days),
+        series=[
+            Series("erasures", per_day(ErasureRequest), "vermillion"),
+            Series("access requests", per_day(AccessRequest), "blue"),
+        ],
+        unit="requests",
+        category="day",
+        empty=f"No request in the last {DAYS} days.",
     )
 
 
@@ -126,6 +278,7 @@ def _privacy(request: HttpRequest) -> PrivacyPanel:
         finished_erasures=finished_erasures,
         finished_access=finished_access,
         names=principal_names(request, [r.requested_by for r in rows]),
+        requests_chart=_requests_chart(request),
     )
 
 
@@ -158,7 +311,7 @@ def front_page(request: HttpRequest) -> dict[str, Any]:
     list of tables is theirs to see."""
     user = request.user
     officer = user.is_superuser or is_privacy_officer(user)
-    panels: dict[str, Any] = {"tables": user.is_superuser}
+    panels: dict[str, Any] = {"tables": user.is_superuser, "days": DAYS}
     if user.has_perm("approvals.view_approval"):
         panels["review"] = _review(request)
     if officer:

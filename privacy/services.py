@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import uuid
-from dataclasses import dataclass
 from typing import Any
 
 from django.conf import settings
@@ -12,8 +11,7 @@ from django.core.signing import BadSignature, SignatureExpired, TimestampSigner
 from django.db import transaction
 
 from audit.models import Outcome, Phase
-from audit.services import AuditNote, audit_record
-from kindmem.access import Principal
+from audit.services import Actor, AuditNote, audit_record
 from kindmem.errors import LinkExpired, NotFound, ValidationFailed
 from kindmem.models import ErasureHold, SubjectKind
 from kindmem.subjects import Subject
@@ -59,29 +57,10 @@ def erasure_start(
     return request
 
 
-@dataclass(frozen=True)
-class Actor:
-    """Who handles a privacy request, for the audit stream: an API principal, or a staff
-    member in the console (`kind` "console", `id` "staff:<user id>")."""
-
-    kind: str
-    id: str
-    tenant_id: uuid.UUID
-    run: None = None
-
-    @classmethod
-    def of_principal(cls, principal: Principal) -> Actor:
-        return cls(kind=principal.kind, id=principal.id, tenant_id=principal.tenant_id)
-
-    @classmethod
-    def of_staff(cls, user: Any, tenant_id: uuid.UUID) -> Actor:
-        return cls(kind="console", id=f"staff:{user.pk}", tenant_id=tenant_id)
-
-
 def _audit(actor: Actor, *, subject: str, object_id: uuid.UUID, endpoint: str) -> None:
     note = AuditNote(phase=Phase.READ, kind="access-export")
     note.touch(ids=[object_id], subjects=[subject])
-    audit_record(principal=actor, note=note, outcome=Outcome.SUCCESS, endpoint=endpoint)  # type: ignore[arg-type]
+    audit_record(principal=actor, note=note, outcome=Outcome.SUCCESS, endpoint=endpoint)
 
 
 @transaction.atomic
@@ -92,7 +71,7 @@ def person_page_audit(
     read, kind "person"), so the person's access export lists staff reads as well."""
     note = AuditNote(phase=Phase.READ, kind="person")
     note.touch(ids=object_ids, subjects=[subject])
-    audit_record(principal=actor, note=note, outcome=Outcome.SUCCESS, endpoint=endpoint)  # type: ignore[arg-type]
+    audit_record(principal=actor, note=note, outcome=Outcome.SUCCESS, endpoint=endpoint)
 
 
 @transaction.atomic

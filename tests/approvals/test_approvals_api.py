@@ -516,3 +516,28 @@ def test_hole_4_a_run_never_replaces_a_verified_slot_value_on_its_own(
     )
     assert approved.status_code == 200, approved.json()
     assert _read(api, agent_run.headers, kept["fact"]["id"])["content"]["text"] == "Prefers coffee."
+
+
+def test_an_api_decision_is_one_audit_event_naming_the_reviewer_approval_and_decision(
+    api, agent_run, reviewer
+):
+    from audit.models import AuditEvent
+
+    approval_id = _pending(api, agent_run, "Always greet in Spanish.")["approval_id"]
+    last = AuditEvent.objects.order_by("-seq").values_list("seq", flat=True).first()
+    # when a reviewer rejects it through the API
+    response = api.post(
+        f"/v1/approvals/{approval_id}/reject", {"note": "no"}, format="json", **reviewer.key.headers
+    )
+    assert response.status_code == 200, response.json()
+    # then the call's one event names the reviewer's key, the approval and the decision
+    [event] = AuditEvent.objects.filter(seq__gt=last)
+    assert (event.endpoint, event.phase, event.outcome) == (
+        "POST approval-reject",
+        "write",
+        "success",
+    )
+    assert event.principal == reviewer.key.principal.id
+    assert approval_id in event.object_ids
+    assert event.query_snapshot == {"approval_id": approval_id, "decision": "rejected"}
+    assert "participant:participant-1" in event.subjects

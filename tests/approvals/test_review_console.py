@@ -167,3 +167,125 @@ def test_the_demo_tenant_has_memories_waiting_for_its_reviewer_once(db):
     pending = Approval.objects.filter(tenant=creds.tenant, status=ApprovalStatus.PENDING)
     assert pending.count() == 4
     assert sorted({r for a in pending for r in a.reasons}) == ["instruction-like", "wide-scope"]
+
+
+def test_every_console_decision_is_an_audit_event_of_the_staff_member(
+    api, world, agent_run, console, reviewer
+):
+    from audit.models import AuditEvent
+
+    by_button, by_key, *by_bulk = (_pending(api, agent_run, f"Always thing {i}.") for i in range(4))
+    last = AuditEvent.objects.order_by("-seq").values_list("seq", flat=True).first()
+    # when the reviewer approves one with its button, rejects one with a key (a fetch asking
+    # for JSON) and verifies two with the bulk action
+    console.post(f"{QUEUE}{by_button}/decide/", {"decision": "approve"})
+    console.post(
+        f"{QUEUE}{by_key}/decide/",
+        {"decision": "reject", f"note-{by_key}": "no"},
+        headers={"accept": "application/json"},
+    )
+    console.post(QUEUE, {"action": "verify_selected", "_selected_action": by_bulk})
+    # then each decision is one event (phase write) of "staff:<their id>", naming the approval,
+    # its fact and whom it is about, and what was decided
+    events = list(AuditEvent.objects.filter(seq__gt=last).order_by("seq"))
+    decided = {e.query_snapshot["approval_id"]: e for e in events}
+    assert len(events) == 4
+    assert {a: e.query_snapshot["decision"] for a, e in decided.items()} == {
+        by_button: "approved",
+        by_key: "rejected",
+        by_bulk[0]: "verified",
+        by_bulk[1]: "verified",
+    }
+    for approval_id, event in decided.items():
+        approval = Approval.objects.select_related("revision").get(pk=approval_id)
+        assert event.principal == f"staff:{reviewer.user.pk}"
+        assert event.principal_kind == "console"
+        assert (event.phase, event.outcome, event.kind) == ("write", "success", "fact")
+        assert {approval_id, str(approval.revision.fact_id)} <= set(event.object_ids)
+        assert event.subjects == ["participant:participant-1"]
+    assert decided[by_button].endpoint == decided[by_key].endpoint == "POST console approval-decide"
+    assert decided[by_bulk[0]].endpoint == "POST console approvals"
+
+
+def test_a_refused_console_decision_records_no_event(api, world, agent_run, console):
+    from audit.models import AuditEvent
+
+    approval_id = _pending(api, agent_run, "Always upsell.")
+    console.post(f"{QUEUE}{approval_id}/decide/", {"decision": "approve"})
+    count = AuditEvent.objects.count()
+    # when it is decided again (someone else was first)
+    answer = console.post(
+        f"{QUEUE}{approval_id}/decide/",
+        {"decision": "reject"},
+        headers={"accept": "application/json"},
+    )
+    # then the answer says so, and nothing new is on record
+    assert answer.status_code == 409
+    assert answer.json()["code"] == "conflict"
+    assert AuditEvent.objects.count() == count
+
+
+def test_the_queue_page_carries_the_keys_for_those_who_decide(api, world, agent_run, console):
+    _pending(api, agent_run, "Always upsell.")
+    page = console.get(QUEUE).content.decode()
+    # the vendored script (no CDN), the help, the count the keys update
+    assert re.search(r'<script src="/static/approvals/review_keys\.js" defer>', page)
+    assert 'id="review-keys-help"' in page
+    assert '<strong class="pending-count" id="review-pending-count">1</strong>' in page
+    assert 'data-count="1"' in page
+    assert "1 approval</span>" in page
+    assert "//cdn" not in page
+    assert "https://" not in page
+
+
+def test_staff_who_may_only_look_get_no_keys(api, world, agent_run):
+    from django.contrib.auth.models import Permission
+
+    from tests import factories
+
+    _pending(api, agent_run, "Always upsell.")
+    staff = factories.user_create(world.tenant)
+    staff.is_staff = True
+    staff.save()
+    staff.user_permissions.add(Permission.objects.get(codename="view_approval"))
+    client = Client()
+    client.force_login(staff)
+    page = client.get(QUEUE).content.decode()
+    assert "upsell" in page
+    assert "/static/approvals/review_keys.js" not in page
+    assert 'id="review-keys-help"' not in page
+
+
+def test_a_decision_by_fetch_answers_json_with_the_new_count(api, world, agent_run, console):
+    first = _pending(api, agent_run, "Always greet in Spanish.")
+    _pending(api, agent_run, "Never refund.")
+    json_headers = {"accept": "application/json"}
+    # when the keys approve the first
+    answer = console.post(f"{QUEUE}{first}/decide/", {"decision": "verify"}, headers=json_headers)
+    # then the answer says what happened and how many still wait, and nothing is queued as a
+    # message for the next page
+    assert answer.status_code == 200
+    assert answer.json() == {
+        "id": first,
+        "status": "verified",
+        "message": "Approved and verified: Always greet in Spanish.",
+        "pending": 1,
+    }
+    assert '<ul class="messagelist">' not in console.get(QUEUE).content.decode()
+    # and a decision that is not one is a 400 in the one error shape, deciding nothing
+    bad = console.post(f"{QUEUE}{first}/decide/", {"decision": "maybe"}, headers=json_headers)
+    assert bad.status_code == 400
+    assert bad.json()["code"] == "validation-error"
+
+
+def test_a_fetch_without_the_csrf_token_is_refused(api, world, agent_run, reviewer):
+    approval_id = _pending(api, agent_run, "Always upsell.")
+    client = Client(enforce_csrf_checks=True)
+    client.force_login(reviewer.user)
+    answer = client.post(
+        f"{QUEUE}{approval_id}/decide/",
+        {"decision": "approve"},
+        headers={"accept": "application/json"},
+    )
+    assert answer.status_code == 403
+    assert Approval.objects.get(pk=approval_id).status == ApprovalStatus.PENDING
