@@ -166,7 +166,7 @@ class Chart:
         width = max(step * 0.78, 1)
         for i, label in enumerate(self.labels):
             x = left + i * step + (step - width) / 2
-            base = top + plot_h
+            base: float = top + plot_h
             for s in self.series:
                 value = s.values[i]
                 if not value:
