@@ -29,6 +29,7 @@ from django.utils import timezone
 from pgvector import Vector
 from pgvector.django import CosineDistance
 
+from embeddings.hnsw import hnsw_settings
 from embeddings.providers import embed_query
 from facts.models import Revision, RevisionQuerySet, attach_subjects, subject_rows
 from kindmem import prepared
@@ -152,16 +153,10 @@ def _exact_query(inputs: _LegInputs, limit: int) -> QuerySet[Any]:
     return _semantic_candidates(inputs).order_by(F("distance") + Value(0.0), "id")[:limit]
 
 
-# Per transaction (set_config(..., true) is SET LOCAL): iterative index scans, so that rows the
-# guard filters out do not shrink the page; strict order keeps the ranking exact among what the
-# scan visits. Sent with the leg's query in one message (kindmem.prepared.fetch_together), so
-# that it holds for it, in the request's transaction or in the one the server opens for them.
-HNSW_SETTINGS = (
-    "SELECT set_config('hnsw.iterative_scan', 'strict_order', true),"
-    " set_config('hnsw.ef_search', %s, true),"
-    " set_config('hnsw.max_scan_tuples', %s, true)",
-    [str(EF_SEARCH), str(MAX_SCAN_TUPLES)],
-)
+# The scan settings (embeddings.hnsw), sent with the leg's query in one message
+# (kindmem.prepared.fetch_together), so that they hold for it, in the request's transaction or
+# in the one the server opens for them.
+HNSW_SETTINGS = hnsw_settings(EF_SEARCH, MAX_SCAN_TUPLES)
 
 
 def _keyword_inputs(search: FactSearch, now: datetime) -> _LegInputs | None:

@@ -16,6 +16,7 @@ from typing import Any
 from django.db import connection, transaction
 from pgvector.django import CosineDistance
 
+from embeddings.hnsw import hnsw_settings
 from embeddings.providers import embed_query
 from kindmem.access import Readers
 from kindmem.fulltext import keyword_matches
@@ -97,11 +98,7 @@ def semantic_leg(
         # scan of results (strict order, so the ranking stays exact). A wider candidate list
         # than pgvector's default 40 buys recall@10 (measured in bench/recall.py).
         with connection.cursor() as cursor:
-            cursor.execute(
-                "SELECT set_config('hnsw.iterative_scan', 'strict_order', true),"
-                " set_config('hnsw.ef_search', %s, true)",
-                [str(EF_SEARCH)],
-            )
+            cursor.execute(*hnsw_settings(EF_SEARCH))
         rows = list(
             base.filter(embedding__isnull=False, embedding_model=model)
             .annotate(distance=CosineDistance("embedding", list(vector)))

@@ -1,0 +1,23 @@
+"""The HNSW scan settings a semantic query runs under (pgvector 0.8), for facts and recall.
+
+Per transaction (`set_config(..., true)` is SET LOCAL): iterative index scans, so that rows a
+guard filters out do not shrink the page, in strict order, so that the ranking stays exact
+among what the scan visits; a candidate list (`ef_search`) wider than pgvector's default 40,
+and a cap on the tuples one iterative scan may visit. Each app chooses its figures by
+measurement (bench/search.py, bench/recall.py).
+"""
+
+from __future__ import annotations
+
+
+def hnsw_settings(ef_search: int, max_scan_tuples: int | None = None) -> tuple[str, list[str]]:
+    """The statement and its parameters; run it in the semantic query's transaction."""
+    sql = (
+        "SELECT set_config('hnsw.iterative_scan', 'strict_order', true),"
+        " set_config('hnsw.ef_search', %s, true)"
+    )
+    params = [str(ef_search)]
+    if max_scan_tuples is not None:
+        sql += ", set_config('hnsw.max_scan_tuples', %s, true)"
+        params.append(str(max_scan_tuples))
+    return sql, params
