@@ -177,21 +177,22 @@ def _semantic_inputs(
 
 def _keyword(inputs: _LegInputs, limit: int) -> prepared.Query:
     return prepared.Query(
-        ("fact-search-keyword", limit), lambda i: _keyword_query(i, limit), inputs
+        ("fact-search-keyword", limit), lambda i: _keyword_query(i, limit), inputs, lazy=True
     )
 
 
 def _semantic(inputs: _LegInputs, limit: int) -> prepared.Query:
     return prepared.Query(
-        ("fact-search-semantic", limit), lambda i: _semantic_query(i, limit), inputs
+        ("fact-search-semantic", limit), lambda i: _semantic_query(i, limit), inputs, lazy=True
     )
 
 
 def _legs(
     keyword: _LegInputs | None, semantic: _LegInputs | None, limit: int
-) -> tuple[list[tuple[Revision, float]], list[tuple[Revision, float]]]:
-    """The keyword and the semantic leg's `limit` best (either may be None: not run), their
-    queries sent in one round trip, with the semantic leg's settings."""
+) -> tuple[list[prepared.Row], list[prepared.Row]]:
+    """The keyword and the semantic leg's `limit` best rows (either leg may be None: not run),
+    their queries sent in one round trip, with the semantic leg's settings. Rows, not models
+    yet: hybrid search makes models of the ones it returns only."""
     queries = ([_keyword(keyword, limit)] if keyword else []) + (
         [_semantic(semantic, limit)] if semantic else []
     )
@@ -203,13 +204,19 @@ def _legs(
         # early (`max_scan_tuples`, its memory cap, dead index entries awaiting vacuum). Either
         # way an exact scan of the readable set answers completely, and it is cheap exactly
         # when this happens for the first reason. It needs no HNSW settings: it uses no HNSW.
-        semantic_rows = prepared.fetch(
-            ("fact-search-exact", limit), lambda i: _exact_query(i, limit), semantic
+        [semantic_rows] = prepared.fetch_together(
+            prepared.Query(
+                ("fact-search-exact", limit), lambda i: _exact_query(i, limit), semantic, lazy=True
+            )
         )
-    return (
-        [(r, float(r.score)) for r in keyword_rows],
-        [(r, 1.0 - float(r.distance)) for r in semantic_rows],
-    )
+    return keyword_rows, semantic_rows
+
+
+def _scored(rows: list[prepared.Row], score: str) -> list[tuple[Revision, float]]:
+    revisions = [r.model() for r in rows]
+    if score == "distance":
+        return [(r, 1.0 - float(r.distance)) for r in revisions]
+    return [(r, float(r.score)) for r in revisions]
 
 
 def keyword_leg(
@@ -219,7 +226,7 @@ def keyword_leg(
     required, `-word` excluded: `kindmem.fulltext`), by BM25 over the readable matches (live
     at `now`, or now); ties by id so that the order is total."""
     inputs = _keyword_inputs(search, now or timezone.now())
-    return _legs(inputs, None, limit)[0] if inputs else []
+    return _scored(_legs(inputs, None, limit)[0], "score") if inputs else []
 
 
 def semantic_leg(
@@ -232,7 +239,8 @@ def semantic_leg(
     """The `limit` readable revisions (live at `now`, or now) nearest `vector` (cosine), among
     vectors of `model` only: distances across two models' spaces mean nothing. Score: cosine
     similarity."""
-    return _legs(None, _semantic_inputs(search, vector, model, now or timezone.now()), limit)[1]
+    inputs = _semantic_inputs(search, vector, model, now or timezone.now())
+    return _scored(_legs(None, inputs, limit)[1], "distance")
 
 
 def fact_search(*, search: FactSearch) -> list[SearchHit]:
@@ -278,9 +286,11 @@ def fact_search_embedded(
         keyword, semantic = _legs(
             _keyword_inputs(search, now), _semantic_inputs(search, vector, model, now), depth
         )
-        legs = {KEYWORD: [r for r, _ in keyword], SEMANTIC: [r for r, _ in semantic]}
-        fused = HYBRID.fuse(legs, key=lambda r: r.pk)[:page]
-        hits = [SearchHit(revision=f.item, score=f.score, ranks=dict(f.ranks)) for f in fused]
+        fused = HYBRID.fuse({KEYWORD: keyword, SEMANTIC: semantic}, key=lambda r: r.pk)
+        hits = [
+            SearchHit(revision=f.item.model(), score=f.score, ranks=dict(f.ranks))
+            for f in fused[:page]
+        ]
     if rerankers:
         hits = _reranked(search, hits, rerankers)
     attach_subjects([h.revision for h in hits])

@@ -12,7 +12,7 @@ from kindmem import prepared
 from kindmem.access import Principal, PrincipalKind
 from kindmem.credentials import API_KEY_MARKER, matches, split_token
 from kindmem.models import ApiKey, Run
-from kindmem.row_security import enter_credential
+from kindmem.row_security import credential_entered, credential_entry
 
 # last_used_at is refreshed at most this often, so a busy key is not a write per request.
 LAST_USED_GRANULARITY = timedelta(minutes=1)
@@ -34,18 +34,27 @@ class BearerAuthentication(authentication.BaseAuthentication):
             raise exceptions.AuthenticationFailed("Invalid credential.")
         marker, prefix = parsed
         # From here on this request sees only the credential's tenant's rows (the app role,
-        # row security); no such credential: no rows at all, so the lookups below find none.
-        enter_credential("key" if marker == API_KEY_MARKER else "run", prefix)
-        principal = (
-            self._api_key(token, prefix) if marker == API_KEY_MARKER else self._run(token, prefix)
+        # row security); no such credential: no rows at all, so the lookup finds none. The
+        # credential's row is read in the same round trip, by the statement after the one
+        # that raised the wall: the server plans and runs it under the wall, as if sent apart.
+        is_key = marker == API_KEY_MARKER
+        entered, [found] = prepared.fetch_after(
+            credential_entry("key" if is_key else "run", prefix),
+            prepared.Query(
+                "auth-api-key" if is_key else "auth-run",
+                _api_key_query if is_key else _run_query,
+                prefix,
+            ),
         )
+        credential_entered(entered[0])
+        credential = found[0] if found else None
+        principal = self._api_key(token, credential) if is_key else self._run(token, credential)
         return (principal.user, principal)
 
     def authenticate_header(self, request: Any) -> str:
         return f'{self.keyword} realm="kindmem"'
 
-    def _api_key(self, token: str, prefix: str) -> Principal:
-        [key] = prepared.fetch("auth-api-key", _api_key_query, prefix) or [None]
+    def _api_key(self, token: str, key: ApiKey | None) -> Principal:
         if key is None or not matches(token, key.key_hash):
             raise exceptions.AuthenticationFailed("Invalid credential.")
         if key.is_revoked:
@@ -61,8 +70,7 @@ class BearerAuthentication(authentication.BaseAuthentication):
             kind=PrincipalKind(key.kind), tenant_id=key.tenant_id, api_key=key, user=key.user
         )
 
-    def _run(self, token: str, prefix: str) -> Principal:
-        [run] = prepared.fetch("auth-run", _run_query, prefix) or [None]
+    def _run(self, token: str, run: Run | None) -> Principal:
         if run is None or not matches(token, run.token_hash):
             raise exceptions.AuthenticationFailed("Invalid credential.")
         if run.is_expired:

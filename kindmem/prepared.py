@@ -39,8 +39,20 @@ from django.db import connection, transaction
 from django.db.models import Model, QuerySet
 from django.db.models.query import get_related_populators
 from pgvector import Vector
+from psycopg import _queries as _psycopg_queries
 
 logger = logging.getLogger(__name__)
+
+# psycopg keeps its parse of a query's placeholders (client-side binding) only for queries of at
+# most 4 KB and 50 parameters. The compiled queries here are the same text every time but
+# larger (one hybrid search: ~9 KB and ~150 parameters), so its parse was redone on each call
+# (~0.5 ms); with these bounds it is kept for them too (psycopg keeps 128 queries, LRU).
+_psycopg_queries.MAX_CACHED_STATEMENT_LENGTH = max(
+    _psycopg_queries.MAX_CACHED_STATEMENT_LENGTH, 64 * 1024
+)
+_psycopg_queries.MAX_CACHED_STATEMENT_PARAMS = max(
+    _psycopg_queries.MAX_CACHED_STATEMENT_PARAMS, 1024
+)
 
 # Shapes kept per process; a shape is a query and the structure of its inputs (a reader kind,
 # the filters given, a hit count), so a few hundred cover every request a process serves.
@@ -221,6 +233,7 @@ class _Template:
     annotation_col_map: dict[str, int]
     converters: list[tuple[int, tuple[list[Any], Any]]]
     db: str
+    pk_position: int
 
     def bound(self, values: list[Any]) -> list[Any]:
         """The parameters for these values."""
@@ -231,21 +244,60 @@ class _Template:
 
     def models(self, rows: list[tuple[Any, ...]]) -> list[Model]:
         """The rows as `ModelIterable` makes them (select_related and annotations included)."""
-        out = []
-        for fetched in rows:
-            row = list(fetched)
-            for position, (convs, expression) in self.converters:
-                value = row[position]
-                for convert in convs:
-                    value = convert(value, expression, connection)
-                row[position] = value
-            obj = self.model.from_db(self.db, self.init_list, row[self.model_fields])
-            for populator in self.related_populators:
-                populator.populate(row, obj)
-            for attr, position in self.annotation_col_map.items():
-                setattr(obj, attr, row[position])
-            out.append(obj)
-        return out
+        return [self.model_of(row) for row in rows]
+
+    def model_of(self, fetched: tuple[Any, ...]) -> Model:
+        row = list(fetched)
+        for position, (convs, expression) in self.converters:
+            value = row[position]
+            for convert in convs:
+                value = convert(value, expression, connection)
+            row[position] = value
+        obj = self.model.from_db(self.db, self.init_list, row[self.model_fields])
+        for populator in self.related_populators:
+            populator.populate(row, obj)
+        for attr, position in self.annotation_col_map.items():
+            setattr(obj, attr, row[position])
+        return obj
+
+    def rows(self, rows: list[tuple[Any, ...]]) -> list[Row]:
+        return [Row(self, row) for row in rows]
+
+
+class Row:
+    """One row of a query, made into its model only when asked: a hybrid search ranks both
+    legs' rows by primary key and makes models of the few it returns."""
+
+    __slots__ = ("_model", "_row", "_template")
+
+    def __init__(self, template: _Template, row: tuple[Any, ...]) -> None:
+        self._template, self._row = template, row
+        self._model: Model | None = None
+
+    @property
+    def pk(self) -> Any:
+        return self._row[self._template.pk_position]
+
+    def model(self) -> Any:
+        if self._model is None:
+            self._model = self._template.model_of(self._row)
+        return self._model
+
+
+class _Made:
+    """A `Row` the ORM made already (a query that is not reused)."""
+
+    __slots__ = ("_model",)
+
+    def __init__(self, model: Model) -> None:
+        self._model = model
+
+    @property
+    def pk(self) -> Any:
+        return self._model.pk
+
+    def model(self) -> Model:
+        return self._model
 
 
 class _Empty:
@@ -295,16 +347,21 @@ def _compile(qs: QuerySet, values: list[Any]) -> _Template | _Empty | None:
         annotation_col_map=dict(compiler.annotation_col_map or {}),
         converters=list(converters.items()),
         db=qs.db,
+        pk_position=next(
+            i for i in range(fields[0], fields[-1] + 1) if select[i][0].target.primary_key
+        ),
     )
 
 
 @dataclass(frozen=True)
 class Query:
-    """`build(inputs)`, compiled once per shape of `inputs` under `key` (see `fetch`)."""
+    """`build(inputs)`, compiled once per shape of `inputs` under `key` (see `fetch`); `lazy`:
+    its rows come back as `Row`s, made into models when asked."""
 
     key: Hashable
     build: Callable[[Any], QuerySet]
     inputs: Any
+    lazy: bool = False
 
 
 def _template(query: Query) -> tuple[_Template | _Empty | None, list[Any]]:
@@ -345,9 +402,25 @@ def fetch_together(*queries: Query, first: tuple[str, list[Any]] | None = None) 
     """Each query's rows (as `fetch` gives them), all sent in one round trip: one message of
     several statements, which the server runs in one transaction of its own when none is open.
     `first` is a statement (SQL and parameters) run before them in that transaction, whose
-    result is not read: `set_config(..., true)` there holds for the queries that follow.
+    result is not read: `set_config(..., true)` there holds for the queries that follow."""
+    return _send(first, queries)[1]
 
-    Only Django's default client-side binding sends several statements at once; with
+
+def fetch_after(
+    statement: tuple[str, list[Any]], *queries: Query
+) -> tuple[list[tuple[Any, ...]], list[list[Any]]]:
+    """`statement`'s rows, then each query's rows (as `fetch` gives them), in one round trip:
+    the server runs them in order, each planned after the one before has run, so what
+    `statement` sets (a role, a setting) holds for the queries, as if sent apart."""
+    rows, found = _send(statement, queries)
+    assert rows is not None
+    return rows, found
+
+
+def _send(
+    first: tuple[str, list[Any]] | None, queries: tuple[Query, ...]
+) -> tuple[list[tuple[Any, ...]] | None, list[list[Any]]]:
+    """Only Django's default client-side binding sends several statements at once; with
     server-side binding, or when a query cannot be reused, they run one by one in a
     transaction (a savepoint-less atomic block, so `first` still holds for them)."""
     planned = [_template(q) for q in queries]
@@ -360,40 +433,47 @@ def fetch_together(*queries: Query, first: tuple[str, list[Any]] | None = None) 
         if isinstance(template, _Template):
             statements.append(template.sql)
             params.extend(template.bound(values))
-    if len(statements) == (1 if first else 0):
-        return [[] for _ in planned]  # every query is one the ORM answers without SQL
+    if not statements:
+        return None, [[] for _ in planned]  # every query is one the ORM answers without SQL
     out: list[list[Any]] = []
     with connection.cursor() as cursor:
         cursor.execute(";\n".join(statements), params)
+        first_rows = None
         if first:
+            first_rows = cursor.fetchall()
             cursor.nextset()
-        for template, _ in planned:
+        for query, (template, _) in zip(queries, planned, strict=True):
             if isinstance(template, _Template):
-                out.append(template.models(cursor.fetchall()))
+                fetched = cursor.fetchall()
+                out.append(template.rows(fetched) if query.lazy else template.models(fetched))
                 cursor.nextset()
             else:
                 out.append([])
-    return out
+    return first_rows, out
 
 
 def _one_by_one(
     queries: tuple[Query, ...],
     planned: list[tuple[_Template | _Empty | None, list[Any]]],
     first: tuple[str, list[Any]] | None,
-) -> list[list[Any]]:
+) -> tuple[list[tuple[Any, ...]] | None, list[list[Any]]]:
     out: list[list[Any]] = []
+    first_rows = None
     with transaction.atomic(savepoint=False), connection.cursor() as cursor:
         if first:
             cursor.execute(*first)
+            first_rows = cursor.fetchall()
         for query, (template, values) in zip(queries, planned, strict=True):
             if template is None:
-                out.append(list(query.build(query.inputs)))
+                found = list(query.build(query.inputs))
+                out.append([_Made(m) for m in found] if query.lazy else found)
             elif isinstance(template, _Template):
                 cursor.execute(template.sql, template.bound(values))
-                out.append(template.models(cursor.fetchall()))
+                fetched = cursor.fetchall()
+                out.append(template.rows(fetched) if query.lazy else template.models(fetched))
             else:
                 out.append([])
-    return out
+    return first_rows, out
 
 
 def forget() -> None:

@@ -6,7 +6,7 @@ may be written, only while `app.tenant_id` names its tenant (migration
 no table and cannot bypass row security; so a query that forgot its tenant filter in Python
 still sees one tenant, and a query run before any tenant is known sees nothing.
 
-The tenant is set on the request's connection once the credential is known (`enter_credential`
+The tenant is set on the request's connection once the credential is known (`credential_entry`
 for a Bearer key or run token, `TenantMiddleware` for a console session) and cleared when the
 request ends. It is a session setting, not `SET LOCAL`: a request's statements run partly in
 autocommit, where a transaction-local setting would vanish after the first statement. Django
@@ -87,22 +87,28 @@ def each_tenant() -> Iterator[str]:
             yield str(tenant_id)
 
 
-def enter_credential(kind: str, prefix: str) -> str:
-    """Switch to the app role and the tenant of the API key (`kind="key"`) or run token
-    (`"run"`) with this prefix, in one statement; return that tenant ("" if none has it).
+def credential_entry(kind: str, prefix: str) -> tuple[str, list[Any]]:
+    """The statement that switches to the app role and the tenant of the API key
+    (`kind="key"`) or run token (`"run"`) with this prefix ("" if none has it); hand its row to
+    `credential_entered`.
 
     The lookup is `kindmem_credential_tenant`, a SECURITY DEFINER function that returns only
-    the tenant id: the credential's own row is then read under the wall like any other. The
-    enclosing request (`TenantMiddleware`) clears it when the request ends."""
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT set_config('role', %s, false),"
-            " set_config('app.tenant_id',"
-            " coalesce(kindmem_credential_tenant(%s, %s)::text, ''), false),"
-            " set_config('app.all_tenants', 'off', false)",
-            [str(settings.KINDMEM_APP_ROLE), kind, prefix],
-        )
-        tenant = cursor.fetchone()[1]
+    the tenant id: the credential's own row is then read under the wall like any other, by
+    the next statement of the same message (kindmem.prepared.fetch_after: the server plans and
+    runs it once this one has run, under the wall it raised). The enclosing request
+    (`TenantMiddleware`) clears it when the request ends."""
+    return (
+        "SELECT set_config('role', %s, false),"
+        " set_config('app.tenant_id',"
+        " coalesce(kindmem_credential_tenant(%s, %s)::text, ''), false),"
+        " set_config('app.all_tenants', 'off', false)",
+        [str(settings.KINDMEM_APP_ROLE), kind, prefix],
+    )
+
+
+def credential_entered(row: tuple[Any, ...]) -> str:
+    """Record the tenant `credential_entry`'s statement entered (its row); return it."""
+    tenant = str(row[1])
     _tenant.set(tenant)
     return tenant
 
@@ -121,7 +127,7 @@ class TenantMiddleware:
     """Confine each request to its tenant's rows and clear the setting when it ends.
 
     A console session's tenant is its user's (every tenant for a platform superuser with none);
-    a Bearer credential's is set when DRF authenticates it (`enter_credential`): an API request
+    a Bearer credential's is set when DRF authenticates it (`credential_entry`): an API request
     never takes a session's. Placed after AuthenticationMiddleware."""
 
     def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
