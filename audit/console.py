@@ -10,23 +10,12 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterable
-from dataclasses import dataclass
 from typing import Any
 
 from django.db import transaction
 
 from audit.models import AuditEvent, Outcome, Phase
-from audit.services import AuditNote, audit_record
-
-
-@dataclass(frozen=True)
-class _Staff:
-    """A console session where `audit_record` takes a principal: what it reads of one."""
-
-    id: str
-    tenant_id: uuid.UUID
-    kind: str = "console"
-    run: None = None
+from audit.services import Actor, AuditNote, audit_record
 
 
 @transaction.atomic
@@ -43,5 +32,5 @@ def console_read_record(
     `tenant_id` about `subjects` ("participant:p-1", "user:<id>")."""
     note = AuditNote(phase=Phase.READ, kind=kind)
     note.touch(ids=object_ids, subjects=subjects)
-    staff = _Staff(id=f"staff:{user.pk}", tenant_id=tenant_id)
-    return audit_record(principal=staff, note=note, outcome=Outcome.SUCCESS, endpoint=endpoint)  # type: ignore[arg-type]
+    staff = Actor.of_staff(user, tenant_id)
+    return audit_record(principal=staff, note=note, outcome=Outcome.SUCCESS, endpoint=endpoint)

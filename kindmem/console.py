@@ -35,6 +35,7 @@ from django.contrib.admin.utils import (
 from django.db.models import QuerySet
 from django.http import Http404, HttpRequest
 
+from kindmem.console_lists import CappedCountPaginator
 from kindmem.console_names import Named, Names
 from kindmem.console_scope import console_scope as console_scope
 from kindmem.console_scope import is_platform_staff as is_platform_staff
@@ -122,7 +123,14 @@ class TenantScopedAdmin(admin.ModelAdmin):
     "doesn't exist" redirect (which repeats the id); relation fields offer the tenant's rows
     only; the tenant field is preselected and hidden where one tenant is possible; list filters
     list the tenant's rows, and a tenant staff member has no tenant filter (it has one value).
+
+    Lists page by 50, count at most 10,000 rows and never count the whole table a second time
+    (kindmem/console_lists.py): a page costs the same whatever the size of the tenant.
     """
+
+    list_per_page = 50
+    show_full_result_count = False
+    paginator = CappedCountPaginator
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Any]:
         return console_scope(request, super().get_queryset(request))

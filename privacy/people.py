@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from django.contrib.postgres.search import SearchQuery
-from django.db.models import Count, Prefetch, QuerySet
+from django.db.models import Count, Prefetch, Q, QuerySet
 
 from approvals.models import Approval, ApprovalStatus
 from audit.models import AuditEvent
@@ -110,13 +110,15 @@ def person_record(
         )
     if "approvals" in sections:
         about = Approval.objects.of_tenant(tenant_id).about(subject)
-        record.approvals = _part(
-            about.select_related("revision__fact", "agent", "decided_by_user").order_by(
-                "-created_at", "-pk"
-            ),
-            limit,
+        # both counts in one pass over the person's approvals
+        counts = about.aggregate(
+            total=Count("pk"), pending=Count("pk", filter=Q(status=ApprovalStatus.PENDING))
         )
-        record.pending_approvals = about.filter(status=ApprovalStatus.PENDING).count()
+        rows = about.select_related("revision__fact", "agent", "decided_by_user")
+        record.approvals = Part(
+            rows=list(rows.order_by("-created_at", "-pk")[:limit]), total=counts["total"]
+        )
+        record.pending_approvals = counts["pending"]
     if "conversations" in sections:
         conversations = Conversation.objects.of_tenant(tenant_id).about(subject)
         record.conversations = _part(

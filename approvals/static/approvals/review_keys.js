@@ -103,8 +103,8 @@
       nouns[n].textContent = pending === 1 ? nouns[n].dataset.one : nouns[n].dataset.many;
     }
     var listed = document.getElementById("review-results");
-    if (!listed) {
-      return;
+    if (!listed || !listed.dataset.count) {
+      return; // no list count, or "more than 10,000": nothing to count down
     }
     // the list's own count (the filtered list, all pages): one fewer
     var left = Math.max(0, parseInt(listed.dataset.count, 10) - 1);
