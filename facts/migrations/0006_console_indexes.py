@@ -9,7 +9,7 @@ class Migration(migrations.Migration):
     atomic = False
 
     dependencies = [
-        ("facts", "0004_pending_successor_beside_current"),
+        ("facts", "0005_embedding_waiting"),
         ("kindmem", "0008_thread_ownership"),
     ]
 
