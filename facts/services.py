@@ -119,10 +119,7 @@ def _adds_to(
     return bool(set(tags) - set(current.fact.tags))
 
 
-# No savepoint of its own inside a caller's transaction (two round trips per write): its
-# callers (the facts API, the demo) let any error end that whole transaction, so one would roll
-# back nothing more. A caller that catches an error of it and carries on needs a savepoint.
-@transaction.atomic(savepoint=False)
+@transaction.atomic
 def fact_create(
     *,
     principal: Principal,
