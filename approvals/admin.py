@@ -26,6 +26,7 @@ from django.views.decorators.http import require_POST
 from approvals.highlight import highlight
 from approvals.models import Approval, ApprovalQuerySet, ApprovalStatus
 from approvals.services import Decision, approval_decide, console_principal
+from facts.models import unshown
 from facts.review_reasons import REASONS
 from kindmem.console import TenantScopedAdmin, console_scope, person_link
 from kindmem.errors import KindmemError, ValidationFailed
@@ -148,6 +149,7 @@ class ApprovalAdmin(TenantScopedAdmin):
                 "revision__fact__project", "revision__fact__user", "agent", "project", "run"
             )
             .prefetch_related("revision__subjects")
+            .defer(*unshown("revision__"))
         )
 
     def has_add_permission(self, request: HttpRequest) -> bool:

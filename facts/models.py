@@ -181,9 +181,25 @@ def _held_subject() -> Exists:
     return held_among(Subject.objects.filter(revision_id=OuterRef(OuterRef("pk"))))
 
 
+# A revision's columns no page shows: its vector (384 floats, ~3.5 kB as text, parsed into a
+# Python list on every row) and its tsvector. A console page of 50 revisions fetched and parsed
+# 50 vectors for nothing (bench/console_pages.py).
+UNSHOWN = ("embedding", "search_vector")
+
+
+def unshown(prefix: str = "") -> list[str]:
+    """`UNSHOWN` for `defer()`, through a relation ("revision__") where the query selects the
+    revision with another model."""
+    return [f"{prefix}{name}" for name in UNSHOWN]
+
+
 class RevisionQuerySet(models.QuerySet["Revision"]):
     def of_tenant(self, tenant_id: uuid.UUID | str) -> RevisionQuerySet:
         return self.filter(tenant_id=tenant_id)
+
+    def shown(self) -> RevisionQuerySet:
+        """Without the columns no page shows (`UNSHOWN`)."""
+        return self.defer(*UNSHOWN)
 
     def readable_by(self, readers: Readers) -> RevisionQuerySet:
         """Revisions of facts whose scope `readers` may read (the seed's `isReadableBy`,

@@ -30,7 +30,15 @@ from django.http import HttpRequest
 from django.utils import timezone
 
 from approvals.models import DECIDED, Approval, ApprovalStatus
-from facts.models import EmbeddingState, InvalidationReason, Review, Revision, SweepReport, Trust
+from facts.models import (
+    EmbeddingState,
+    InvalidationReason,
+    Review,
+    Revision,
+    SweepReport,
+    Trust,
+    unshown,
+)
 from facts.review_reasons import REASONS
 from kindmem.charts import Chart, Series, day_labels
 from kindmem.console import console_scope, principal_names
@@ -120,6 +128,7 @@ def _review(request: HttpRequest) -> ReviewPanel:
         console_scope(request, Approval.objects.all())
         .filter(decided_by_user_id=request.user.pk, decided_at__isnull=False)
         .select_related("revision__fact")
+        .defer(*unshown("revision__"))
         .order_by("-decided_at")[:RECENT]
     )
     by_age = [(label, found[f"age_{i}"]) for i, (label, _) in enumerate(AGE_BUCKETS)]
