@@ -130,3 +130,14 @@ def fact_insert(
         for k, i in subjects
     )
     return revision
+
+
+def create(api: Any, keyed: Any, **body: Any) -> Any:
+    """`POST /v1/facts` as `keyed` (the API tests' write): a preference unless told."""
+    body.setdefault("type", "preference")
+    body.setdefault("content", {"text": "likes green tea"})
+    return api.post("/v1/facts", body, format="json", **keyed.headers)
+
+
+def participant_scope(world: Any, participant: str = "p-1") -> dict[str, str]:
+    return {"project_id": str(world.project.id), "participant_id": participant}
