@@ -75,3 +75,41 @@ def conversation_create(
         ),
     )
     return conversation
+
+
+def texts(response) -> list[str]:
+    assert response.status_code == 200, response.json()
+    return [hit["message"]["text"] for hit in response.json()["hits"]]
+
+
+BOT = [{"agent_id": "support-bot"}]
+
+
+@pytest.fixture
+def history(world):
+    """Two earlier conversations of end user cust-1 and one of cust-2, in the world's project."""
+    conversation_create(
+        world,
+        "c1",
+        ("user", "My parcel never arrived"),
+        ("agent", "Sorry, I will open a refund"),
+        ("tool", "refund_open(parcel)"),
+        ("user", "Thanks, the refund is fine"),
+        participant_id="cust-1",
+        segments=("acme", "emea"),
+    )
+    conversation_create(
+        world,
+        "c2",
+        ("user", "How do I reset my password"),
+        ("agent", "Use the reset link"),
+        participant_id="cust-1",
+        segments=("acme", "us"),
+    )
+    conversation_create(
+        world,
+        "c3",
+        ("user", "I want a refund for my shoes"),
+        participant_id="cust-2",
+        segments=("globex",),
+    )
