@@ -4,6 +4,7 @@ scripted per test; direct row inserts for the property tests (fast, no service c
 from __future__ import annotations
 
 import json
+import math
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -22,6 +23,14 @@ def vector_for(text: str, dimensions: int = DIMENSIONS) -> list[float]:
     """A deterministic, not normalised vector, so the client's own scaling is exercised."""
     seed = sum(text.encode()) % 97 + 1
     return [float((seed * (i + 1)) % 13 - 6) for i in range(dimensions)]
+
+
+def cosine(a: list[float], b: list[float]) -> float:
+    return sum(x * y for x, y in zip(a, b, strict=True))
+
+
+def norm(vector: list[float]) -> float:
+    return math.sqrt(sum(v * v for v in vector))
 
 
 @dataclass

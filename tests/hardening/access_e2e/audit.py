@@ -6,10 +6,7 @@ from collections import Counter
 from typing import Any
 
 from tests.hardening.access_e2e.driver import Driver
-from tests.hardening.access_e2e.model import (
-    PARTICIPANTS,
-    TenantM,
-)
+from tests.hardening.access_e2e.model import PARTICIPANTS, TenantM
 
 
 class Audit(Driver):

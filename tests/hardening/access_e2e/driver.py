@@ -12,13 +12,7 @@ from typing import Any
 from django.utils import timezone
 from rest_framework.test import APIClient
 
-from tests.hardening.access_e2e.model import (
-    WORDS,
-    Cred,
-    FactM,
-    TenantM,
-    json_body,
-)
+from tests.hardening.access_e2e.model import WORDS, Cred, FactM, TenantM, json_body
 
 # The routes whose every call leaves one audit event: (method, route name).
 AUDITED = {

@@ -8,13 +8,7 @@ from urllib.parse import urlsplit
 
 from privacy.tasks import build_access_export
 from tests.hardening.access_e2e.driver import Driver
-from tests.hardening.access_e2e.model import (
-    EXTERNAL,
-    PARTICIPANTS,
-    Cred,
-    RevM,
-    TenantM,
-)
+from tests.hardening.access_e2e.model import EXTERNAL, PARTICIPANTS, Cred, RevM, TenantM
 
 
 class Exports(Driver):
