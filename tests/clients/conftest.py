@@ -1,6 +1,8 @@
-"""What the framework adapters' tests share: one live kindmem web server per module (gunicorn
-on the test database, as production runs it, with the deterministic embedder so that semantic
-and hybrid search answer), and a tenant to talk to it with, committed for its processes."""
+"""What the client tests share. The framework adapters': one live kindmem web server per module
+(gunicorn on the test database, as production runs it, with the deterministic embedder so that
+semantic and hybrid search answer), and a tenant to talk to it with, committed for its
+processes. The Python client's: a client on the real app in-process (Django's WSGI handler, in
+the test's transaction), and an agent's world and runs."""
 
 from __future__ import annotations
 
@@ -9,7 +11,12 @@ from contextlib import ExitStack
 from dataclasses import dataclass
 from typing import Any
 
+import httpx
 import pytest
+from django.core.handlers.wsgi import WSGIHandler
+from django.core.signals import request_finished, request_started
+from django.db import close_old_connections
+from kindmem_client import Client
 
 from tests import factories
 from tests.approvals.conftest import declare
@@ -50,3 +57,39 @@ def tenancy(transactional_db: None) -> Tenancy:
         admin=factories.admin_key_create(tenant),
         agent=declare(factories.agent_create(tenant)),
     )
+
+
+BASE = "http://testserver"
+
+
+def wsgi_client(token: str | None, **kwargs: Any) -> Client:
+    """A sync client on the real app, in-process (Django's WSGI handler, this test's DB)."""
+    return Client(token, base_url=BASE, transport=httpx.WSGITransport(app=WSGIHandler()), **kwargs)
+
+
+@pytest.fixture
+def keep_the_tests_connection():
+    """As Django's test client does: a request's end must not close the connection that holds
+    this test's transaction (Django closes "old" connections when a request starts and ends)."""
+    request_started.disconnect(close_old_connections)
+    request_finished.disconnect(close_old_connections)
+    yield
+    request_started.connect(close_old_connections)
+    request_finished.connect(close_old_connections)
+
+
+@pytest.fixture
+def agent_world(world):
+    """The world, with an agent that declares memory types (remember's review rules apply)."""
+    declare(world.agent)
+    return world
+
+
+def mint(app_token: str, world: Any, participant_id: str, thread_id: str) -> dict[str, Any]:
+    with wsgi_client(app_token) as app:
+        return app.mint_run(
+            agent_id=world.agent.agent_id,
+            project_id=world.project.id,
+            participant_id=participant_id,
+            thread_id=thread_id,
+        )
