@@ -76,3 +76,17 @@ def remember(api: Any, run: factories.Minted, **body: Any) -> Any:
     body.setdefault("type", "preference")
     body.setdefault("tool_call_id", f"call-{next(_calls)}")
     return api.post("/v1/remember", body, format="json", **run.headers)
+
+
+def remember_pending(api: Any, run: factories.Minted, text: str, **body: Any) -> Any:
+    """Remember what waits for review; returns the answer's body."""
+    response = remember(api, run, text=text, **body)
+    assert response.status_code == 201, response.json()
+    assert response.json()["approval_id"], response.json()
+    return response.json()
+
+
+def listed_texts(api: Any, headers: dict[str, str]) -> list[str]:
+    """The texts of the facts `GET /v1/facts` lists to `headers`."""
+    facts = api.get("/v1/facts", **headers).json()["facts"]
+    return [f["content"]["text"] for f in facts]
