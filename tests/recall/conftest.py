@@ -15,14 +15,15 @@ def messages_url(conversation_id: str) -> str:
     return reverse(MESSAGES_URL, kwargs={"conversation_id": conversation_id})
 
 
-def append(
+def messages_post(
     api: APIClient,
     headers: dict[str, str],
     conversation_id: str,
     *messages: tuple[str, str],
     **body: Any,
 ) -> Any:
-    """POST a batch of (role, text) messages; returns the response."""
+    """POST a batch of (role, text) messages to the conversation through the API; returns the
+    response."""
     payload = {"messages": [{"role": r, "text": t} for r, t in messages], **body}
     return api.post(messages_url(conversation_id), payload, format="json", **headers)
 

@@ -13,7 +13,7 @@ from kindmem.errors import Forbidden
 from kindmem.models import ErasureHold
 from recall.models import Conversation, Message
 from tests import factories
-from tests.recall.conftest import append, messages_url
+from tests.recall.conftest import messages_post, messages_url
 
 
 def test_a_run_appends_one_message_and_creates_its_conversation_from_the_run(api, world, run):
@@ -35,9 +35,11 @@ def test_a_run_appends_one_message_and_creates_its_conversation_from_the_run(api
 
 def test_a_batch_gets_consecutive_sequences_after_the_existing_ones(api, run):
     # given a conversation with one message
-    append(api, run.headers, "conv-1", ("user", "first"))
+    messages_post(api, run.headers, "conv-1", ("user", "first"))
     # when a batch of three is appended
-    response = append(api, run.headers, "conv-1", ("agent", "a"), ("tool", "t"), ("user", "b"))
+    response = messages_post(
+        api, run.headers, "conv-1", ("agent", "a"), ("tool", "t"), ("user", "b")
+    )
     # then they follow on, in order
     assert response.status_code == 201
     assert [m["sequence"] for m in response.json()["messages"]] == [2, 3, 4]
@@ -50,7 +52,7 @@ def test_a_batch_gets_consecutive_sequences_after_the_existing_ones(api, run):
 
 
 def test_a_run_may_not_write_to_another_conversation(api, run):
-    response = append(api, run.headers, "someone-elses", ("user", "hi"))
+    response = messages_post(api, run.headers, "someone-elses", ("user", "hi"))
     assert response.status_code == 403
     assert response.json()["code"] == "forbidden"
     assert not Conversation.objects.exists()
@@ -58,7 +60,7 @@ def test_a_run_may_not_write_to_another_conversation(api, run):
 
 def test_an_app_creates_a_conversation_naming_agent_project_and_person(api, world):
     # when an app appends to a new conversation, naming its containers
-    response = append(
+    response = messages_post(
         api,
         world.app.headers,
         "conv-app",
@@ -76,7 +78,7 @@ def test_an_app_creates_a_conversation_naming_agent_project_and_person(api, worl
 
 def test_an_app_may_not_create_a_conversation_in_a_project_it_does_not_act_in(api, world):
     other_project = factories.project_create(world.tenant)
-    response = append(
+    response = messages_post(
         api,
         world.app.headers,
         "conv-x",
@@ -89,22 +91,24 @@ def test_an_app_may_not_create_a_conversation_in_a_project_it_does_not_act_in(ap
 
 
 def test_an_app_must_name_agent_and_project_for_a_new_conversation(api, world):
-    response = append(api, world.app.headers, "conv-x", ("user", "hello"))
+    response = messages_post(api, world.app.headers, "conv-x", ("user", "hello"))
     assert response.status_code == 400
     assert response.json()["code"] == "validation-error"
     assert not Conversation.objects.exists()
 
 
 def test_an_app_naming_other_containers_than_the_existing_conversation_is_refused(api, world, run):
-    append(api, run.headers, "conv-1", ("user", "hello"))
-    response = append(api, world.app.headers, "conv-1", ("user", "x"), participant_id="cust-2")
+    messages_post(api, run.headers, "conv-1", ("user", "hello"))
+    response = messages_post(
+        api, world.app.headers, "conv-1", ("user", "x"), participant_id="cust-2"
+    )
     assert response.status_code == 400
     assert Message.objects.count() == 1
 
 
 @pytest.mark.parametrize("key", ["admin", "user_key"])
 def test_only_runs_and_apps_append_messages(api, world, key):
-    response = append(
+    response = messages_post(
         api,
         getattr(world, key).headers,
         "conv-x",
@@ -162,7 +166,7 @@ def test_writing_for_a_held_person_is_refused_and_writes_nothing(api, world, kin
         erasure_id=uuid.uuid4(),
     )
     # when the run appends
-    response = append(api, minted.headers, "conv-1", ("user", "hello"))
+    response = messages_post(api, minted.headers, "conv-1", ("user", "hello"))
     # then it is refused, and not even the conversation was created
     assert response.status_code == 409
     assert response.json()["code"] == "erasure-in-progress"
@@ -171,13 +175,13 @@ def test_writing_for_a_held_person_is_refused_and_writes_nothing(api, world, kin
 
 
 def test_messages_are_embedded_on_write_when_an_embedder_is_configured(api, run, hashing_embedder):
-    response = append(api, run.headers, "conv-1", ("user", "hello"), ("tool", "{}"))
+    response = messages_post(api, run.headers, "conv-1", ("user", "hello"), ("tool", "{}"))
     assert [m["embedded"] for m in response.json()["messages"]] == [True, False]
     assert Message.objects.get(sequence=1).embedding_model == "kindmem-hashing-v1"
 
 
 def test_without_an_embedder_messages_are_stored_unembedded(api, run):
-    response = append(api, run.headers, "conv-1", ("user", "hello"))
+    response = messages_post(api, run.headers, "conv-1", ("user", "hello"))
     assert response.status_code == 201
     assert response.json()["messages"][0]["embedded"] is False
 
@@ -196,7 +200,7 @@ def test_a_failing_embedder_stores_the_message_and_leaves_it_for_embed_messages(
     monkeypatch.setattr(embed_messages, "delay", lambda ids, tenant_id: sent.append(ids))
     # when the embedder fails on write
     with django_capture_on_commit_callbacks(execute=True):
-        response = append(api, run.headers, "conv-1", ("user", "hello"), ("tool", "{}"))
+        response = messages_post(api, run.headers, "conv-1", ("user", "hello"), ("tool", "{}"))
     # then the message is stored without a vector and queued (on commit) for the task
     assert response.status_code == 201
     message = Message.objects.get(sequence=1)
@@ -227,7 +231,7 @@ def test_concurrent_appends_get_gap_free_unique_sequences():
             client = APIClient()
             barrier.wait()
             for i in range(batches):
-                response = append(
+                response = messages_post(
                     client, minted.headers, "busy", ("user", f"w{n}-{i}a"), ("agent", f"w{n}-{i}b")
                 )
                 if response.status_code != 201:
@@ -253,7 +257,7 @@ def test_a_run_of_another_project_may_not_write_to_a_conversation_with_its_threa
     api, world, run
 ):
     # given conv-1 exists in the world's project
-    append(api, run.headers, "conv-1", ("user", "hello"))
+    messages_post(api, run.headers, "conv-1", ("user", "hello"))
     # when a run of another project names the same thread
     other_project = factories.project_create(world.tenant)
     other_app = factories.app_key_create(world.tenant, [other_project])

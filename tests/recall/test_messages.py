@@ -17,7 +17,7 @@ from kindmem.models import ErasureHold
 from recall.models import Conversation, Message
 from tests import factories
 from tests.conftest import AUDIT_QUERIES, TENANT_QUERIES
-from tests.recall.conftest import append, messages_url, recall
+from tests.recall.conftest import messages_post, messages_url, recall
 
 pytestmark = pytest.mark.django_db
 
@@ -82,7 +82,7 @@ def test_messages_come_back_in_order_with_their_data_tool_messages_included(
 
 def test_pages_go_from_the_newest_back(api, run):
     # given seven messages
-    append(api, run.headers, "conv-1", *[("user", f"m{i}") for i in range(1, 8)])
+    messages_post(api, run.headers, "conv-1", *[("user", f"m{i}") for i in range(1, 8)])
 
     # when read three at a time, from the newest back
     first = listed(api, run.headers, limit=3)
@@ -100,7 +100,7 @@ def test_pages_go_from_the_newest_back(api, run):
 
 def test_a_conversation_one_may_not_recall_is_not_found(api, world, run):
     # given cust-1's conversation, and a run of another end user
-    append(api, run.headers, "conv-1", ("user", "secret"))
+    messages_post(api, run.headers, "conv-1", ("user", "secret"))
     other = factories.run_create(world.app, world.project, participant_id="cust-2")
 
     # then to it, to a Kindgi user's key and for a conversation that does not exist: 404
@@ -120,7 +120,7 @@ def test_a_conversation_one_may_not_recall_is_not_found(api, world, run):
 
 def test_a_run_deletes_its_last_message_and_sequences_are_not_reused(api, run):
     # given three messages
-    append(api, run.headers, "conv-1", ("user", "a"), ("agent", "b"), ("user", "c"))
+    messages_post(api, run.headers, "conv-1", ("user", "a"), ("agent", "b"), ("user", "c"))
 
     # when the last is deleted
     response = api.delete(message_url("conv-1", 3), **run.headers)
@@ -132,7 +132,7 @@ def test_a_run_deletes_its_last_message_and_sequences_are_not_reused(api, run):
     hits = recall(api, run.headers, selections=[{"agent_id": "support-bot"}], mode="list")
     assert [h["message"]["text"] for h in hits.json()["hits"]] == ["a"]
     # and the next message gets a new sequence, never the deleted one's
-    again = append(api, run.headers, "conv-1", ("user", "d"))
+    again = messages_post(api, run.headers, "conv-1", ("user", "d"))
     assert [m["sequence"] for m in again.json()["messages"]] == [4]
     # and deleting it again is a 404
     gone = api.delete(message_url("conv-1", 3), **run.headers)
@@ -141,11 +141,11 @@ def test_a_run_deletes_its_last_message_and_sequences_are_not_reused(api, run):
 
 def test_clearing_deletes_every_message_and_the_conversation_goes_on(api, world, run):
     # given a conversation of four messages, and another conversation of the same person
-    append(api, run.headers, "conv-1", *[("user", f"m{i}") for i in range(4)])
+    messages_post(api, run.headers, "conv-1", *[("user", f"m{i}") for i in range(4)])
     elsewhere = factories.run_create(
         world.app, world.project, participant_id="cust-1", thread_id="conv-2"
     )
-    append(api, elsewhere.headers, "conv-2", ("user", "kept"))
+    messages_post(api, elsewhere.headers, "conv-2", ("user", "kept"))
 
     # when the app clears conv-1
     response = api.delete(messages_url("conv-1"), **world.app.headers)
@@ -157,12 +157,13 @@ def test_clearing_deletes_every_message_and_the_conversation_goes_on(api, world,
     assert Conversation.objects.filter(thread_id="conv-1").exists()
     assert list(Message.objects.values_list("text", flat=True)) == ["kept"]
     assert [
-        m["sequence"] for m in append(api, run.headers, "conv-1", ("user", "x")).json()["messages"]
+        m["sequence"]
+        for m in messages_post(api, run.headers, "conv-1", ("user", "x")).json()["messages"]
     ] == [5]
 
 
 def test_deletes_are_audited_naming_the_messages_and_the_person(api, run):
-    append(api, run.headers, "conv-1", ("user", "a"), ("user", "b"), ("user", "c"))
+    messages_post(api, run.headers, "conv-1", ("user", "a"), ("user", "b"), ("user", "c"))
 
     api.delete(message_url("conv-1", 3), **run.headers)
     api.delete(messages_url("conv-1"), **run.headers)
@@ -178,7 +179,7 @@ def test_deletes_are_audited_naming_the_messages_and_the_person(api, run):
 @pytest.mark.parametrize("key", ["admin", "user_key"])
 def test_only_runs_and_apps_delete_messages(api, world, run, key):
     # given a conversation; an admin may read it, and neither admin nor a user key may delete
-    append(api, run.headers, "conv-1", ("user", "a"))
+    messages_post(api, run.headers, "conv-1", ("user", "a"))
     headers = getattr(world, key).headers
     for response in (
         api.delete(messages_url("conv-1"), **headers),
@@ -190,11 +191,11 @@ def test_only_runs_and_apps_delete_messages(api, world, run, key):
 
 def test_a_run_deletes_only_in_its_own_conversation(api, world, run):
     # given a second conversation of the same end user, which the run may recall
-    append(api, run.headers, "conv-1", ("user", "mine"))
+    messages_post(api, run.headers, "conv-1", ("user", "mine"))
     other = factories.run_create(
         world.app, world.project, participant_id="cust-1", thread_id="conv-2"
     )
-    append(api, other.headers, "conv-2", ("user", "theirs"))
+    messages_post(api, other.headers, "conv-2", ("user", "theirs"))
     assert listed(api, run.headers, "conv-2")["messages"][0]["text"] == "theirs"
 
     # when the run deletes there: forbidden, as appending there is
@@ -206,7 +207,7 @@ def test_a_run_deletes_only_in_its_own_conversation(api, world, run):
 def test_while_an_erasure_holds_the_person_reads_find_nothing_and_deletes_are_refused(
     api, world, run
 ):
-    append(api, run.headers, "conv-1", ("user", "a"))
+    messages_post(api, run.headers, "conv-1", ("user", "a"))
     ErasureHold.objects.create(
         tenant=world.tenant,
         subject_kind="participant",
@@ -223,7 +224,7 @@ def test_while_an_erasure_holds_the_person_reads_find_nothing_and_deletes_are_re
 
 
 def test_bad_parameters_and_data_are_a_400(api, run):
-    append(api, run.headers, "conv-1", ("user", "a"))
+    messages_post(api, run.headers, "conv-1", ("user", "a"))
     for params in ({"limit": 0}, {"limit": 201}, {"before_sequence": 0}, {"limit": "x"}):
         response = api.get(messages_url("conv-1"), params, **run.headers)
         assert (response.status_code, response.json()["code"]) == (400, "validation-error")

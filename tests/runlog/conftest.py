@@ -20,7 +20,8 @@ def minted(world: Any) -> factories.Minted:
     return factories.run_create(world.app, world.project)
 
 
-def append(minted: factories.Minted, kind: str = "turn", **payload: Any) -> LogEntry:
+def log_entry_append(minted: factories.Minted, kind: str = "turn", **payload: Any) -> LogEntry:
+    """One entry on the run's log, through the service (not the API)."""
     return services.log_append(
         principal=minted.principal, run=minted.run, kind=kind, payload=payload or {"n": 1}
     )
@@ -29,8 +30,8 @@ def append(minted: factories.Minted, kind: str = "turn", **payload: Any) -> LogE
 @pytest.fixture
 def five(minted: factories.Minted) -> list[LogEntry]:
     """Five entries; the third was caused by the second."""
-    entries = [append(minted, "turn", text="hello, I'm Ada")]
-    entries.append(append(minted, "tool-call", tool="weather", args={"city": "Zürich"}))
+    entries = [log_entry_append(minted, "turn", text="hello, I'm Ada")]
+    entries.append(log_entry_append(minted, "tool-call", tool="weather", args={"city": "Zürich"}))
     entries.append(
         services.log_append(
             principal=minted.principal,
@@ -40,8 +41,8 @@ def five(minted: factories.Minted) -> list[LogEntry]:
             caused_by_log_id=entries[1].id,
         )
     )
-    entries.append(append(minted, "memory-write", key="name", value="Ada"))
-    entries.append(append(minted, "turn", text="bye"))
+    entries.append(log_entry_append(minted, "memory-write", key="name", value="Ada"))
+    entries.append(log_entry_append(minted, "turn", text="bye"))
     return entries
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.urls import reverse
 
 from runlog.services import log_payloads_erase
-from tests.runlog.conftest import append, sql
+from tests.runlog.conftest import log_entry_append, sql
 
 
 def timeline_url(run_id: object) -> str:
@@ -13,8 +13,8 @@ def timeline_url(run_id: object) -> str:
 
 
 def test_the_timeline_shows_entries_in_order_with_payloads_escaped(admin_client, minted):
-    append(minted, "turn", text="<script>alert('x')</script>")
-    append(minted, "tool-call", tool="weather")
+    log_entry_append(minted, "turn", text="<script>alert('x')</script>")
+    log_entry_append(minted, "tool-call", tool="weather")
 
     page = admin_client.get(timeline_url(minted.run.id)).content.decode()
 

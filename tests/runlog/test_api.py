@@ -11,7 +11,7 @@ from runlog.models import LogEntry
 from runlog.services import log_payloads_erase
 from tests import factories
 from tests.conftest import TENANT_QUERIES
-from tests.runlog.conftest import append, sql
+from tests.runlog.conftest import log_entry_append, sql
 
 
 def log_url(run_id: object) -> str:
@@ -38,7 +38,7 @@ def test_a_run_appends_to_its_own_log(api, minted):
 
 
 def test_an_append_can_name_its_cause(api, minted):
-    call = append(minted, "tool-call", tool="weather")
+    call = log_entry_append(minted, "tool-call", tool="weather")
     response = api.post(
         log_url(minted.run.id),
         {"kind": "tool-result", "payload": {"t": 7}, "caused_by_log_id": str(call.id)},
@@ -184,7 +184,7 @@ def test_an_unknown_run_is_a_404(api, world):
 
 def test_the_log_pages_by_sequence(api, world, minted):
     for n in range(7):
-        append(minted, "turn", n=n)
+        log_entry_append(minted, "turn", n=n)
 
     first = api.get(log_url(minted.run.id), {"limit": 3}, **minted.headers).json()
     second = api.get(
@@ -213,12 +213,12 @@ def test_bad_paging_is_a_validation_error(api, minted, params):
 def test_listing_takes_the_same_queries_however_long_the_page(
     api, world, minted, django_assert_num_queries
 ):
-    append(minted)
+    log_entry_append(minted)
     # the run token, the guarded run, the guarded page; entering and leaving its tenant
     with django_assert_num_queries(3 + TENANT_QUERIES):
         short = api.get(log_url(minted.run.id), **minted.headers)
     for n in range(20):
-        append(minted, "turn", n=n)
+        log_entry_append(minted, "turn", n=n)
     with django_assert_num_queries(3 + TENANT_QUERIES):
         long = api.get(log_url(minted.run.id), **minted.headers)
     assert (len(short.json()["entries"]), len(long.json()["entries"])) == (1, 21)
@@ -231,7 +231,7 @@ def test_a_user_reads_no_participants_log_but_an_app_does(api, world, minted, fi
 
 def test_a_user_reads_the_log_of_its_own_run(api, world):
     own = factories.run_create(world.app, world.project, participant_id=None, user=world.user)
-    append(own)
+    log_entry_append(own)
     response = api.get(log_url(own.run.id), **world.user_key.headers)
     assert response.status_code == 200
     assert len(response.json()["entries"]) == 1
@@ -261,6 +261,6 @@ def test_an_erased_log_reads_without_payloads_and_still_verifies(api, minted, fi
 
 
 def test_agent_text_comes_back_as_data(api, minted):
-    append(minted, "turn", text="<script>alert(1)</script>")
+    log_entry_append(minted, "turn", text="<script>alert(1)</script>")
     entries = api.get(log_url(minted.run.id), **minted.headers).json()["entries"]
     assert entries[0]["payload"]["text"] == "<script>alert(1)</script>"

@@ -16,7 +16,7 @@ from runlog import chain
 from runlog.chain import GENESIS_HASH
 from runlog.models import LogEntry
 from runlog.verify import verify_run
-from tests.runlog.conftest import append, sql, v1_entry_create
+from tests.runlog.conftest import log_entry_append, sql, v1_entry_create
 
 TABLE = "runlog_logentry"
 
@@ -69,7 +69,9 @@ def test_an_empty_log_verifies_with_the_genesis_head(minted):
 
 def test_numbers_and_unicode_verify_as_postgres_stores_them(minted):
     # given payloads whose numbers jsonb normalizes (1e20, 1.50, -0.0) and non-ASCII text
-    append(minted, "note", big=1e20, f=1.50, z=-0.0, text="日本語 ☃", nested={"b": 1, "a": [2]})
+    log_entry_append(
+        minted, "note", big=1e20, f=1.50, z=-0.0, text="日本語 ☃", nested={"b": 1, "a": [2]}
+    )
 
     # then the chain recomputed from what the table returns still verifies
     assert verify_run(minted.run).ok
@@ -79,7 +81,7 @@ def test_version_1_entries_verify_and_version_2_entries_follow_them(minted):
     # given two entries as version 1 wrote them, then one appended now
     first = v1_entry_create(minted.run, sequence=1, prev_hash=GENESIS_HASH, payload={"t": "a"})
     v1_entry_create(minted.run, sequence=2, prev_hash=first.entry_hash, payload={"t": "b"})
-    third = append(minted, "turn", t="c")
+    third = log_entry_append(minted, "turn", t="c")
 
     # then the chain verifies across the versions
     assert third.hash_version == 2

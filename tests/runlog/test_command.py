@@ -8,7 +8,7 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from tests import factories
-from tests.runlog.conftest import append, sql
+from tests.runlog.conftest import log_entry_append, sql
 
 
 def run_command(*args: str) -> str:
@@ -19,7 +19,7 @@ def run_command(*args: str) -> str:
 
 def test_it_prints_each_run_and_passes_when_every_chain_verifies(world, other_world, minted, five):
     theirs = factories.run_create(other_world.app, other_world.project)
-    append(theirs)
+    log_entry_append(theirs)
 
     output = run_command()
 
@@ -31,7 +31,7 @@ def test_it_prints_each_run_and_passes_when_every_chain_verifies(world, other_wo
 @pytest.mark.parametrize("by", ["name", "id"])
 def test_it_checks_one_tenant_by_name_or_id(world, other_world, minted, five, by):
     theirs = factories.run_create(other_world.app, other_world.project)
-    append(theirs)
+    log_entry_append(theirs)
 
     output = run_command("--tenant", str(getattr(world.tenant, by)))
 

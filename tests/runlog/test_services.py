@@ -15,12 +15,12 @@ from runlog.models import LogEntry
 from runlog.services import log_append, log_payloads_erase
 from runlog.verify import verify_run
 from tests import factories
-from tests.runlog.conftest import append
+from tests.runlog.conftest import log_entry_append
 
 
 def test_append_numbers_entries_from_one_and_links_each_to_the_previous(minted):
     # when three entries are appended
-    entries = [append(minted, "turn", n=i) for i in range(3)]
+    entries = [log_entry_append(minted, "turn", n=i) for i in range(3)]
 
     # then they are 1, 2, 3, the first links to genesis and each next to the one before
     assert [e.sequence for e in entries] == [1, 2, 3]
@@ -31,14 +31,14 @@ def test_append_numbers_entries_from_one_and_links_each_to_the_previous(minted):
 
 
 def test_each_entry_gets_a_fresh_salt_so_equal_payloads_hash_differently(minted):
-    first = append(minted, "turn", text="same")
-    second = append(minted, "turn", text="same")
+    first = log_entry_append(minted, "turn", text="same")
+    second = log_entry_append(minted, "turn", text="same")
     assert first.payload_salt != second.payload_salt
     assert first.content_hash != second.content_hash
 
 
 def test_the_stored_row_recomputes_to_its_hashes(minted):
-    entry = append(minted, "tool-call", tool="search", args={"q": "Zürich"})
+    entry = log_entry_append(minted, "tool-call", tool="search", args={"q": "Zürich"})
     stored = LogEntry.objects.get(pk=entry.pk)
     assert chain.content_hash_v2(stored.payload, stored.payload_salt) == stored.content_hash
 
@@ -47,9 +47,9 @@ def test_runs_have_separate_chains(world, minted):
     other = factories.run_create(
         world.app, world.project, participant_id="p-2", thread_id="thread-2"
     )
-    append(minted)
-    append(minted)
-    entry = append(other)
+    log_entry_append(minted)
+    log_entry_append(minted)
+    entry = log_entry_append(other)
     assert (entry.sequence, entry.prev_hash) == (1, GENESIS_HASH)
 
 
@@ -85,7 +85,7 @@ def test_bad_input_is_refused_and_nothing_is_written(minted, kind, payload):
 
 def test_a_payload_32_levels_deep_is_accepted(minted):
     # the object is level 1, so 31 levels of lists below it make 32
-    append(minted, "note", deep=_nested(31))
+    log_entry_append(minted, "note", deep=_nested(31))
     assert verify_run(minted.run).ok
 
 
@@ -95,9 +95,9 @@ def test_a_payload_over_the_size_limit_is_refused(minted):
     fits = {"t": "x" * 90}  # {"t":"xxx..."} = 98 bytes
     too_big = {"t": "x" * 93}
 
-    append(minted, "turn", **fits)
+    log_entry_append(minted, "turn", **fits)
     with pytest.raises(ValidationFailed) as refused:
-        append(minted, "turn", **too_big)
+        log_entry_append(minted, "turn", **too_big)
 
     assert refused.value.details["limit_bytes"] == 100
     assert LogEntry.objects.count() == 1
@@ -107,7 +107,7 @@ def test_the_cause_must_be_an_entry_of_the_same_run(world, minted):
     other = factories.run_create(
         world.app, world.project, participant_id="p-2", thread_id="thread-2"
     )
-    foreign = append(other)
+    foreign = log_entry_append(other)
     for cause in (foreign.id, uuid.uuid4()):
         with pytest.raises(ValidationFailed):
             log_append(
@@ -142,7 +142,7 @@ def test_append_is_refused_while_an_erasure_holds_the_runs_person_or_thread(
 
     # when the agent appends, then it is refused and nothing is written
     with pytest.raises(ErasureInProgress):
-        append(minted)
+        log_entry_append(minted)
     assert not LogEntry.objects.exists()
 
 
@@ -192,7 +192,7 @@ def test_erasure_touches_only_the_named_runs_of_the_named_tenant(world, other_wo
     other = factories.run_create(
         world.app, world.project, participant_id="p-2", thread_id="thread-2"
     )
-    kept = append(other)
+    kept = log_entry_append(other)
     # the right run id under the wrong tenant clears nothing
     assert log_payloads_erase(tenant_id=other_world.tenant.id, run_ids=[minted.run.id]) == 0
 
@@ -203,7 +203,7 @@ def test_erasure_touches_only_the_named_runs_of_the_named_tenant(world, other_wo
 
 def test_appending_after_an_erasure_continues_the_chain(minted, five):
     log_payloads_erase(tenant_id=minted.run.tenant_id, run_ids=[minted.run.id])
-    entry = append(minted, "turn", text="later")
+    entry = log_entry_append(minted, "turn", text="later")
     assert (entry.sequence, entry.prev_hash) == (6, five[-1].entry_hash)
     assert verify_run(minted.run).ok
 
@@ -213,7 +213,7 @@ def test_an_erased_version_1_entry_keeps_its_links_checked(minted):
     from tests.runlog.conftest import v1_entry_create
 
     v1_entry_create(minted.run, sequence=1, prev_hash=GENESIS_HASH, payload={"t": "a"})
-    append(minted, "turn", t="b")
+    log_entry_append(minted, "turn", t="b")
     log_payloads_erase(tenant_id=minted.run.tenant_id, run_ids=[minted.run.id])
 
     # then the chain verifies, naming the entry whose hash could not be recomputed

@@ -295,7 +295,7 @@ class TenantsBuild(Driver):
         self.mint(run, agent=agent, project=project, participant="cust-1", want=403)
 
     # -- conversations
-    def append(
+    def messages_post(
         self,
         cred: Cred,
         thread: str,
@@ -337,7 +337,7 @@ class TenantsBuild(Driver):
         rng = self.rng
         for run in t.runs:
             if run.thread is not None and run.cred is not None:
-                self.append(run.cred, run.thread, rng.randint(2, 4))
+                self.messages_post(run.cred, run.thread, rng.randint(2, 4))
         for app in t.cred("app"):
             for _ in range(rng.randint(1, 2)):
                 project = rng.choice(app.project_ids)
@@ -352,22 +352,22 @@ class TenantsBuild(Driver):
                     person = ("user", start["user_id"])
                 thread = t.new_thread()
                 t.threads[thread] = (project, person)
-                self.append(app, thread, rng.randint(2, 4), start=start)
+                self.messages_post(app, thread, rng.randint(2, 4), start=start)
             # and an app adds to a conversation of one of its projects
             theirs = [c for c in t.convs.values() if c.project in app.project_ids]
             if theirs:
-                self.append(app, rng.choice(theirs).thread, 1)
+                self.messages_post(app, rng.choice(theirs).thread, 1)
         # refused: a person's key appends; a run appends to another conversation; an app to a
         # conversation of a project it does not act for
         conv = rng.choice(list(t.convs.values()))
-        self.append(rng.choice(t.cred("user")), conv.thread, 1, want=403)
+        self.messages_post(rng.choice(t.cred("user")), conv.thread, 1, want=403)
         runs = [r for r in t.runs if r.thread != conv.thread and r.cred is not None]
         if runs:
-            self.append(rng.choice(runs).cred, conv.thread, 1, want=403)  # type: ignore[arg-type]
+            self.messages_post(rng.choice(runs).cred, conv.thread, 1, want=403)  # type: ignore[arg-type]
         for app in t.cred("app"):
             outside = [c for c in t.convs.values() if c.project not in app.project_ids]
             if outside:
-                self.append(app, outside[0].thread, 1, want=403)
+                self.messages_post(app, outside[0].thread, 1, want=403)
                 break
 
     # -- run logs
