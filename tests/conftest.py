@@ -136,9 +136,10 @@ class World:
     user_key: factories.Keyed
 
 
-@pytest.fixture
-def world(db: None) -> World:
-    tenant = factories.tenant_create()
+def world_create(name: str | None = None) -> World:
+    """A tenant (named `name`, or a fresh name) with its org, project, member user, agent and
+    keys: what the `world` and `other_world` fixtures hold."""
+    tenant = factories.tenant_create(name)
     org = factories.org_create(tenant)
     project = factories.project_create(tenant, org)
     user = factories.user_create(tenant, projects=[project])
@@ -153,26 +154,18 @@ def world(db: None) -> World:
         app=factories.app_key_create(tenant, [project]),
         user_key=factories.user_key_create(user),
     )
+
+
+@pytest.fixture
+def world(db: None) -> World:
+    """A tenant with an org, a project, a member user, an agent and keys of every kind."""
+    return world_create()
 
 
 @pytest.fixture
 def other_world(db: None) -> World:
     """A second tenant, to prove nothing crosses between tenants."""
-    tenant = factories.tenant_create()
-    org = factories.org_create(tenant)
-    project = factories.project_create(tenant, org)
-    user = factories.user_create(tenant, projects=[project])
-    agent = factories.agent_create(tenant)
-    return World(
-        tenant=tenant,
-        org=org,
-        project=project,
-        user=user,
-        agent=agent,
-        admin=factories.admin_key_create(tenant),
-        app=factories.app_key_create(tenant, [project]),
-        user_key=factories.user_key_create(user),
-    )
+    return world_create()
 
 
 CHROMIUM = os.environ.get("KINDMEM_CHROMIUM", "/usr/bin/chromium")
