@@ -102,7 +102,7 @@ except ImportError as missing:  # pragma: no cover - the message is the point
         "kindmem_client.langgraph needs LangGraph: pip install 'kindmem-client[langgraph]'"
     ) from missing
 
-from kindmem_client._async_client import AsyncClient
+from kindmem_client._async import AsyncClient
 from kindmem_client._langgraph_mapping import (
     Scope,
     check_labels,
@@ -117,7 +117,7 @@ from kindmem_client._langgraph_mapping import (
     slot_parse,
 )
 from kindmem_client._store_filters import namespace_matches, value_matches
-from kindmem_client._sync_client import Client
+from kindmem_client._sync import Client
 from kindmem_client.errors import Conflict, FactNotFound
 from kindmem_client.types import Fact
 
