@@ -38,6 +38,8 @@ django.setup()
 from django.conf import settings  # noqa: E402
 from django.db import connection, transaction  # noqa: E402
 
+from bench._database import use_bench_database  # noqa: E402
+from bench._timing import percentiles_ms  # noqa: E402
 from embeddings.providers import DIMENSIONS, HashingEmbedder  # noqa: E402
 from kindmem.access import Readers, readers_for  # noqa: E402
 from kindmem.models import ApiKey  # noqa: E402
@@ -50,17 +52,6 @@ CONVERSATIONS_PER_PARTICIPANT = 10
 VOCABULARY = 5000
 WORDS_PER_MESSAGE = 10
 REBUILT_INDEXES = ("message_search_gin", "message_embedding_hnsw")
-
-
-def use_bench_database(fresh: bool, build_workers: int) -> None:
-    connection.settings_dict["TEST"]["NAME"] = "kindmem_bench"
-    connection.creation.create_test_db(verbosity=0, autoclobber=True, keepdb=not fresh)
-    # A shared machine: the server process doing the work (the index builds above all) yields
-    # to everyone else's, and builds on one core unless told otherwise.
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT pg_backend_pid()")
-        os.setpriority(os.PRIO_PROCESS, cursor.fetchone()[0], 19)
-        cursor.execute("SET max_parallel_maintenance_workers = %s", [build_workers])
 
 
 def words() -> list[str]:
@@ -171,9 +162,8 @@ def load(n_messages: int, work_mem: str) -> dict[str, float]:
 
 
 def percentiles(samples: list[float]) -> str:
-    ms = sorted(s * 1000 for s in samples)
-    q = statistics.quantiles(ms, n=100, method="inclusive")
-    return f"p50 {q[49]:7.1f} ms  p95 {q[94]:7.1f} ms  p99 {q[98]:7.1f} ms"
+    p = percentiles_ms(samples)
+    return f"p50 {p[50]:7.1f} ms  p95 {p[95]:7.1f} ms  p99 {p[99]:7.1f} ms"
 
 
 def main() -> None:
@@ -185,7 +175,9 @@ def main() -> None:
     parser.add_argument("--build-workers", type=int, default=0, help="parallel index builders")
     args = parser.parse_args()
     settings.EMBEDDER = "hashing"
-    use_bench_database(args.fresh, args.build_workers)
+    use_bench_database(
+        "kindmem_bench", fresh=args.fresh, niceness=19, build_workers=args.build_workers
+    )
     from tests import factories
 
     if not Message.objects.exists():

@@ -29,7 +29,6 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
-import math
 import os
 import statistics
 import sys
@@ -50,7 +49,19 @@ import numpy as np  # noqa: E402
 from django.conf import settings  # noqa: E402
 from django.db import connection, transaction  # noqa: E402
 
+from bench._database import use_bench_database  # noqa: E402
 from bench.devset import DevSet, generate  # noqa: E402
+from bench.retrieval_baselines import (  # noqa: E402
+    AGENT,
+    MODES,
+    ROLES,
+    K,
+    baselines,
+    lexemes_of,
+    scored,
+    summarise,
+)
+from bench.retrieval_fusion import fusion_grid, leg_lists  # noqa: E402
 from embeddings.providers import HashingEmbedder  # noqa: E402
 from facts.models import EmbeddingState, Fact, Revision  # noqa: E402
 from facts.provenance import content_hash  # noqa: E402
@@ -61,11 +72,6 @@ from recall.models import Conversation, Message  # noqa: E402
 
 DATABASE = "kindmem_bench_quality"
 ROOT = Path(__file__).resolve().parent
-AGENT = "companion"
-K = 10
-RRF_K = 60
-MODES = ("keyword", "semantic", "hybrid")
-ROLES = ("user", "agent")
 
 
 # --- vectors ------------------------------------------------------------------------------------
@@ -119,11 +125,6 @@ def use_precomputed(embedder: Precomputed) -> None:
 
 
 # --- loading ------------------------------------------------------------------------------------
-
-
-def use_bench_database() -> None:
-    connection.settings_dict["TEST"]["NAME"] = DATABASE
-    connection.creation.create_test_db(verbosity=0, autoclobber=True, keepdb=True)
 
 
 @transaction.atomic  # all or nothing: a set found by its tenant's name is complete
@@ -188,113 +189,7 @@ def load(dev: DevSet, name: str, vectors: np.ndarray, model: str) -> Tenant:
     return tenant
 
 
-# --- the baselines ------------------------------------------------------------------------------
-
-
-def lexemes_of(texts: list[str]) -> list[dict[str, int]]:
-    """Each text's PostgreSQL lexemes (english) with their counts: what the index holds."""
-    out = []
-    with connection.cursor() as cursor:
-        for start in range(0, len(texts), 500):
-            chunk = texts[start : start + 500]
-            cursor.execute(
-                "SELECT t.i, u.lexeme, coalesce(array_length(u.positions, 1), 1)"
-                " FROM unnest(%s::text[]) WITH ORDINALITY AS t(text, i),"
-                " LATERAL unnest(to_tsvector('english', t.text)) AS u",
-                [chunk],
-            )
-            found: dict[int, dict[str, int]] = defaultdict(dict)
-            for i, lexeme, count in cursor.fetchall():
-                found[i - 1][lexeme] = count
-            out.extend(found[i] for i in range(len(chunk)))
-    return out
-
-
-class BM25:
-    """Plain Okapi BM25 over one person's documents (k1 1.2, b 0.75)."""
-
-    def __init__(
-        self, docs: list[dict[str, int]], ids: list[str], k1: float = 1.2, b: float = 0.75
-    ) -> None:
-        self.docs, self.k1, self.b = docs, k1, b
-        # Ties in an order unrelated to the set's: the generator writes a person's events
-        # before their notes, so breaking ties by position would favour the evidence.
-        self.tiebreak = [hashlib.sha256(i.encode()).hexdigest() for i in ids]
-        self.avgdl = statistics.mean(sum(d.values()) for d in docs) or 1.0
-        df = Counter(term for d in docs for term in d)
-        n = len(docs)
-        self.idf = {t: math.log(1 + (n - c + 0.5) / (c + 0.5)) for t, c in df.items()}
-
-    def rank(self, query: dict[str, int]) -> list[int]:
-        scores = []
-        for i, d in enumerate(self.docs):
-            dl = sum(d.values())
-            s = 0.0
-            for term in query:
-                tf = d.get(term)
-                if tf:
-                    norm = tf + self.k1 * (1 - self.b + self.b * dl / self.avgdl)
-                    s += self.idf[term] * tf * (self.k1 + 1) / norm
-            if s > 0:
-                scores.append((-s, self.tiebreak[i], i))
-        return [i for _, _, i in sorted(scores)]
-
-
-def rrf(*lists: list[int], k: int = RRF_K) -> list[int]:
-    score: dict[int, float] = defaultdict(float)
-    for ranked in lists:
-        for r, i in enumerate(ranked, start=1):
-            score[i] += 1 / (k + r)
-    return sorted(score, key=lambda i: -score[i])
-
-
 # --- measuring ----------------------------------------------------------------------------------
-
-
-def scored(ranked: list[str], evidence: Sequence[str]) -> tuple[float, float]:
-    top = ranked[:K]
-    recall = sum(1 for e in evidence if e in top) / len(evidence)
-    first = next((r for r, doc in enumerate(top, start=1) if doc in evidence), None)
-    return recall, (1 / first if first else 0.0)
-
-
-def summarise(rows: list[tuple[str, float, float]]) -> dict:
-    """rows: (style, recall, rr) per question -> means overall and per style."""
-    out = {
-        "recall@10": round(statistics.mean(r for _, r, _ in rows), 3),
-        "mrr": round(statistics.mean(m for _, _, m in rows), 3),
-        "empty": 0,
-    }
-    for style in sorted({s for s, _, _ in rows}):
-        out[style] = round(statistics.mean(r for s, r, _ in rows if s == style), 3)
-    return out
-
-
-def baselines(
-    dev: DevSet,
-    docs: list[tuple[str, str]],  # (id, person)
-    doc_lexemes: list[dict[str, int]],
-    doc_vectors: np.ndarray,
-    evidence_of: Callable,
-    q_lexemes: list[dict[str, int]],
-    q_vectors: np.ndarray,
-) -> dict[str, dict]:
-    by_person: dict[str, list[int]] = defaultdict(list)
-    for i, (_, person) in enumerate(docs):
-        by_person[person].append(i)
-    bm25 = {
-        p: BM25([doc_lexemes[i] for i in idx], [docs[i][0] for i in idx])
-        for p, idx in by_person.items()
-    }
-    rows: dict[str, list] = defaultdict(list)
-    for qi, q in enumerate(dev.questions):
-        idx = by_person[q.person]
-        kw = [idx[i] for i in bm25[q.person].rank(q_lexemes[qi])]
-        sims = doc_vectors[idx] @ q_vectors[qi]
-        dense = [idx[i] for i in np.argsort(-sims, kind="stable")]
-        for name, ranked in (("bm25", kw), ("dense", dense), ("rrf", rrf(kw, dense))):
-            rows[name].append((q.style, *scored([docs[i][0] for i in ranked], evidence_of(q))))
-    return {f"plain {name}": summarise(r) for name, r in rows.items()}
 
 
 def timed(fn: Callable, samples: list[float]):
@@ -367,118 +262,7 @@ def kindmem_recall(
     return out
 
 
-# --- choosing the fusion ------------------------------------------------------------------------
-
-GRID_DEPTHS = (10, 20, 30, 50, 100)  # candidates per leg, for top_k 10
-GRID_KS = (1, 5, 10, 20, 30, 60, 100)
-GRID_KEYWORD_WEIGHTS = (0.5, 0.75, 1.0, 1.25, 1.5, 2.0)  # the semantic leg's weight is 1
-
-
-def leg_lists(dev: DevSet, tenant: Tenant, runs: dict, q_vectors: np.ndarray, model: str) -> dict:
-    """Every question's two legs, 100 deep, for facts and recall, as evidence ids: kindmem's own
-    leg functions, so that fusing their prefixes is exactly what hybrid search would return."""
-    from facts.search import FactSearch
-    from facts.search import keyword_leg as fact_keyword
-    from facts.search import semantic_leg as fact_semantic
-    from recall.search import RecallQuery, Selection, recallable
-    from recall.search import keyword_leg as recall_keyword
-    from recall.search import semantic_leg as recall_semantic
-
-    depth = max(GRID_DEPTHS)
-    dev_id = dict(Revision.objects.filter(tenant=tenant).values_list("id", "content__dev_id"))
-    out: dict[str, list] = {"facts": [], "recall": []}
-    with tenant_context(tenant.id):
-        for qi, q in enumerate(dev.questions):
-            vector = q_vectors[qi].tolist()
-            search = FactSearch(
-                tenant_id=tenant.id, readers=runs[q.person], mode="hybrid", query=q.text
-            )
-            out["facts"].append(
-                {
-                    "keyword": [dev_id[r.id] for r, _ in fact_keyword(search, depth)],
-                    "semantic": [
-                        dev_id[r.id] for r, _ in fact_semantic(search, depth, vector, model)
-                    ],
-                }
-            )
-            base = recallable(
-                RecallQuery(
-                    tenant_id=tenant.id,
-                    readers=runs[q.person],
-                    selections=[Selection(agent_id=AGENT, participant_id=q.person)],
-                    mode="hybrid",
-                    top_k=K,
-                    roles=ROLES,
-                    query=q.text,
-                )
-            )
-
-            def ref(m: Message) -> str:
-                return f"{m.conversation.thread_id}-t{m.sequence}"
-
-            out["recall"].append(
-                {
-                    "keyword": [ref(m) for m, _ in recall_keyword(base, q.text, depth)],
-                    "semantic": [ref(m) for m, _ in recall_semantic(base, depth, vector, model)],
-                }
-            )
-    return out
-
-
-def fusion_grid(dev: DevSet, legs: dict) -> list[dict]:
-    """recall@10 of every (depth, k, keyword weight) on facts and recall, beside each leg's."""
-    from kindmem.fusion import fuse_by_rank
-
-    def mean_recall(corpus: str, ranked_of: Callable) -> float:
-        evidence = "fact_evidence" if corpus == "facts" else "turn_evidence"
-        return statistics.mean(
-            scored(ranked_of(lists), getattr(q, evidence))[0]
-            for q, lists in zip(dev.questions, legs[corpus], strict=True)
-        )
-
-    rows = []
-    base = {
-        corpus: {leg: mean_recall(corpus, lambda lists, leg=leg: lists[leg]) for leg in MODES[:2]}
-        for corpus in legs
-    }
-    for depth in GRID_DEPTHS:
-        for k in GRID_KS:
-            for w in GRID_KEYWORD_WEIGHTS:
-                weights = {"keyword": w, "semantic": 1.0}
-                row = {"depth": depth, "k": k, "keyword_weight": w}
-                for corpus in legs:
-                    row[corpus] = round(
-                        mean_recall(
-                            corpus,
-                            lambda lists, d=depth, k=k, weights=weights: [
-                                f.item
-                                for f in fuse_by_rank(
-                                    {leg: lists[leg][:d] for leg in ("keyword", "semantic")},
-                                    key=lambda i: i,
-                                    k=k,
-                                    weights=weights,
-                                )
-                            ],
-                        ),
-                        4,
-                    )
-                    row[f"{corpus} margin"] = round(row[corpus] - max(base[corpus].values()), 4)
-                rows.append(row)
-    print(
-        "\nlegs alone, recall@10:",
-        {c: {k: round(v, 3) for k, v in b.items()} for c, b in base.items()},
-    )
-    rows.sort(key=lambda r: -(r["facts"] + r["recall"]))
-    print(
-        f"  {'depth':>5} {'k':>4} {'w_kw':>5} {'facts':>7} {'margin':>7}"
-        f" {'recall':>7} {'margin':>7}"
-    )
-    for r in rows[:25]:
-        print(
-            f"  {r['depth']:>5} {r['k']:>4} {r['keyword_weight']:>5} {r['facts']:>7}"
-            f" {r['facts margin']:>7} {r['recall']:>7} {r['recall margin']:>7}"
-        )
-    return rows
+# --- reporting ----------------------------------------------------------------------------------
 
 
 def p50(samples: list[float]) -> float:
@@ -539,7 +323,7 @@ def main() -> None:
         Precomputed(model, {q.text: q_vectors[i].tolist() for i, q in enumerate(dev.questions)})
     )
 
-    use_bench_database()
+    use_bench_database(DATABASE, fresh=False)
     name = f"devset-{tag}-{args.embedder}"
     tenant = Tenant.objects.filter(name=name).first()
     if tenant is None:

@@ -35,7 +35,6 @@ import subprocess
 import sys
 import time
 import urllib.request
-import uuid
 from collections import Counter
 from contextlib import nullcontext
 from pathlib import Path
@@ -51,7 +50,10 @@ import numpy as np  # noqa: E402
 from django.conf import settings  # noqa: E402
 from django.db import connection, transaction  # noqa: E402
 
+from bench._database import use_bench_database  # noqa: E402
+from bench._timing import percentiles_ms  # noqa: E402
 from bench.search_corpus import Row, generate  # noqa: E402
+from bench.search_load import index_sizes, load  # noqa: E402
 from bench.search_vectors import corpus_vectors  # noqa: E402
 from config.embedded_db import process_database_env  # noqa: E402
 from facts.models import Fact  # noqa: E402
@@ -61,141 +63,13 @@ from kindmem.models import ApiKey, Project, Tenant  # noqa: E402
 from kindmem.row_security import tenant_context  # noqa: E402
 
 DATABASE = "kindmem_bench_search"
-REBUILT = {
-    "revision_search_gin": "CREATE INDEX revision_search_gin ON facts_revision USING gin "
-    "(search_vector)",
-    "revision_embedding_hnsw": "CREATE INDEX revision_embedding_hnsw ON facts_revision USING "
-    "hnsw (embedding vector_cosine_ops) WITH (m = 16, ef_construction = 128)",
-}
 MODES = ("keyword", "semantic", "hybrid")
 ROOT = Path(__file__).resolve().parent
 
 
-def use_bench_database(database: str, fresh: bool) -> None:
-    connection.settings_dict["TEST"]["NAME"] = database
-    connection.creation.create_test_db(verbosity=0, autoclobber=True, keepdb=not fresh)
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT pg_backend_pid()")
-        os.setpriority(os.PRIO_PROCESS, cursor.fetchone()[0], 10)
-        cursor.execute("SET max_parallel_maintenance_workers = 0")
-
-
-def vector_text(v: np.ndarray) -> str:
-    return "[" + ",".join(f"{x:.6f}" for x in v.tolist()) + "]"
-
-
-def load(rows: list[Row], vectors: np.ndarray, model: str) -> dict[str, float]:
-    """Tenants, projects and keys through the factories; facts, revisions and subjects by COPY."""
-    from tests import factories
-
-    rng = random.Random(11)
-    tenants = []
-    for t in range(max(r.tenant for r in rows) + 1):
-        tenant = factories.tenant_create(f"bench-{t}")
-        org = factories.org_create(tenant)
-        projects = [
-            factories.project_create(tenant, org, name=f"p{p}")
-            for p in range(max(r.project for r in rows) + 1)
-        ]
-        factories.agent_create(tenant)
-        factories.admin_key_create(tenant)
-        tenants.append((tenant, org, projects))
-    figures: dict[str, float] = {}
-    with connection.cursor() as cursor:
-        for name in REBUILT:
-            cursor.execute(f'DROP INDEX IF EXISTS "{name}"')
-    started = time.perf_counter()
-    created = "2026-01-01 00:00:00+00"
-    fact_ids = [uuid.UUID(int=rng.getrandbits(128), version=4) for _ in rows]
-    revision_ids = [uuid.UUID(int=rng.getrandbits(128), version=4) for _ in rows]
-    with connection.cursor() as cursor:
-        with cursor.cursor.copy(
-            "COPY facts_fact (id, tenant_id, type, org_id, project_id, participant_id, tags,"
-            " created_at) FROM STDIN"
-        ) as copy:
-            for fid, r in zip(fact_ids, rows, strict=True):
-                tenant, org, projects = tenants[r.tenant]
-                participant = None if r.participant is None else f"cust-{r.project}-{r.participant}"
-                copy.write_row(
-                    (
-                        fid,
-                        tenant.id,
-                        r.type,
-                        org.id,
-                        projects[r.project].id,
-                        participant,
-                        "{" + r.type + "}",
-                        created,
-                    )
-                )
-        with cursor.cursor.copy(
-            "COPY facts_revision (id, tenant_id, fact_id, version, content, content_hash, trust,"
-            " attributed_kind, attributed_id, created_at, legal_hold, caused_by_log_id,"
-            " search_text, embedding, embedding_model, embedding_state) FROM STDIN"
-        ) as copy:
-            for rid, fid, r, v in zip(revision_ids, fact_ids, rows, vectors, strict=True):
-                copy.write_row(
-                    (
-                        rid,
-                        tenants[r.tenant][0].id,
-                        fid,
-                        1,
-                        json.dumps({"text": r.text}),
-                        uuid.uuid4().hex,
-                        "asserted",
-                        "service",
-                        "bench",
-                        created,
-                        False,
-                        "{}",
-                        r.text,
-                        vector_text(v),
-                        model,
-                        "done",
-                    )
-                )
-        with cursor.cursor.copy(
-            "COPY facts_subject (tenant_id, revision_id, fact_id, kind, subject_id) FROM STDIN"
-        ) as copy:
-            for rid, fid, r in zip(revision_ids, fact_ids, rows, strict=True):
-                if r.participant is not None:
-                    copy.write_row(
-                        (
-                            tenants[r.tenant][0].id,
-                            rid,
-                            fid,
-                            "participant",
-                            f"cust-{r.project}-{r.participant}",
-                        )
-                    )
-    figures["copy_rows_per_s"] = round(len(rows) / (time.perf_counter() - started), 1)
-    with connection.cursor() as cursor:
-        cursor.execute("SET maintenance_work_mem = '1GB'")
-        for name, sql in REBUILT.items():
-            t = time.perf_counter()
-            cursor.execute(sql)
-            figures[f"{name}_build_s"] = round(time.perf_counter() - t, 1)
-        cursor.execute("VACUUM ANALYZE facts_fact")
-        cursor.execute("VACUUM ANALYZE facts_revision")
-        cursor.execute("VACUUM ANALYZE facts_subject")
-        cursor.execute("ANALYZE")  # as autovacuum would: every table the guard joins (holds)
-    return figures
-
-
-def index_sizes() -> dict[str, float]:
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT c.relname, pg_relation_size(c.oid) FROM pg_class c"
-            " WHERE c.relname IN ('revision_search_gin', 'revision_embedding_hnsw',"
-            " 'facts_revision', 'facts_fact')"
-        )
-        return {name: round(size / 2**20, 1) for name, size in cursor.fetchall()}
-
-
 def pct(samples: list[float]) -> dict[str, float]:
-    ms = sorted(s * 1000 for s in samples)
-    q = statistics.quantiles(ms, n=100, method="inclusive")
-    return {"p50": round(q[49], 1), "p95": round(q[94], 1), "p99": round(q[98], 1)}
+    p = percentiles_ms(samples)
+    return {"p50": round(p[50], 1), "p95": round(p[95], 1), "p99": round(p[99], 1)}
 
 
 def choose_readers(rows: list[Row]) -> dict[str, dict]:
@@ -396,7 +270,9 @@ def main() -> None:
     assert embedder is not None
     model = embedder.model
     suffix = "" if args.embedder == "local" else "_hashing"
-    use_bench_database(f"{DATABASE}_{args.facts}{suffix}", args.fresh)
+    use_bench_database(
+        f"{DATABASE}_{args.facts}{suffix}", fresh=args.fresh, niceness=10, build_workers=0
+    )
     if Fact.objects.count() != len(rows):
         print("loading ...", flush=True)
         results["load"] = load(rows, vectors, model)

@@ -23,6 +23,15 @@ def is_privacy_officer(user: Any) -> bool:
     return known
 
 
+def console_officer(request: Any) -> bool:
+    """Whether a console request is a privacy officer's: active staff, and a superuser or in the
+    group (the console's start pages, downloads and privacy pages ask)."""
+    user = request.user
+    return bool(
+        user.is_active and user.is_staff and (user.is_superuser or is_privacy_officer(user))
+    )
+
+
 class IsPrivacyOfficer(HasCredential):
     def has_permission(self, request: Any, view: Any) -> bool:
         if not super().has_permission(request, view):

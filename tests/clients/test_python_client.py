@@ -85,8 +85,13 @@ def test_the_clients_types_are_the_ones_generated_from_the_served_schema(schema)
 
 def test_the_sync_client_is_the_one_written_from_the_async_client():
     unasync = load_script("unasync")
-    assert unasync.render(unasync.SOURCE.read_text()) == unasync.TARGET.read_text(), (
-        "edit _async_client.py, then run `python clients/python/scripts/unasync.py`"
+    written = {
+        target.name: unasync.render(source.read_text(), target)
+        for source, target in unasync.pairs()
+    }
+    committed = {path.name: path.read_text() for path in unasync.TARGET.glob("*.py")}
+    assert written == committed, (
+        "edit kindmem_client/_async/, then run `python clients/python/scripts/unasync.py`"
     )
 
 

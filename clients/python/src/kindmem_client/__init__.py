@@ -13,9 +13,9 @@ with Client("kmk_...", base_url="http://127.0.0.1:8000") as kindmem:
 from __future__ import annotations
 
 from kindmem_client import errors, types
-from kindmem_client._async_client import AsyncClient
+from kindmem_client._async import AsyncClient
 from kindmem_client._base import RetryPolicy
-from kindmem_client._sync_client import Client
+from kindmem_client._sync import Client
 from kindmem_client.errors import (
     Conflict,
     EmbeddingUnavailable,

@@ -18,6 +18,10 @@ DEFAULT_BASE_URL = "http://127.0.0.1:8000"
 DEFAULT_TIMEOUT = 30.0
 USER_AGENT = "kindmem-client-python/0.1.0"
 
+# what the methods take for an id and for a moment
+Id = str | UUID
+When = datetime | str
+
 
 @dataclass(frozen=True)
 class RetryPolicy:

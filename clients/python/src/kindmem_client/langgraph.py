@@ -80,10 +80,8 @@ when given one, else runs the sync client in a worker thread.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Callable, Generator, Iterable, Mapping
 from dataclasses import dataclass, field
-from datetime import datetime
 from typing import Any, Literal
 
 import anyio.to_thread
@@ -92,8 +90,6 @@ try:
     from langgraph.store.base import (
         BaseStore,
         GetOp,
-        InvalidNamespaceError,
-        Item,
         ListNamespacesOp,
         Op,
         PutOp,
@@ -106,102 +102,33 @@ except ImportError as missing:  # pragma: no cover - the message is the point
         "kindmem_client.langgraph needs LangGraph: pip install 'kindmem-client[langgraph]'"
     ) from missing
 
-from kindmem_client._async_client import AsyncClient
+from kindmem_client._async import AsyncClient
+from kindmem_client._langgraph_mapping import (
+    Scope,
+    check_labels,
+    fact_item,
+    fact_search_item,
+    namespace_tags,
+    normal_scope,
+    prefix_tag,
+    run_scope,
+    scope_matches,
+    slot_key,
+    slot_parse,
+)
 from kindmem_client._store_filters import namespace_matches, value_matches
-from kindmem_client._sync_client import Client
+from kindmem_client._sync import Client
 from kindmem_client.errors import Conflict, FactNotFound
 from kindmem_client.types import Fact
 
 __all__ = ["KindmemStore", "namespace_tags", "slot_key", "slot_parse"]
 
 DEFAULT_TYPE = "langgraph"
-MAX_SLOT_CHARS = 200  # kindmem's limit on a fact's key
-MAX_TAG_CHARS = 100  # and on a tag
-MAX_TOP_K = 100  # and on a search's top_k
+MAX_TOP_K = 100  # kindmem's limit on a search's top_k
 PAGE = 200  # GET /v1/facts's largest page
 SCOPE_KEYS = ("org_id", "project_id", "user_id", "participant_id", "thread_id", "session_id")
 
-Scope = Mapping[str, Any]
 ScopeFor = Callable[[tuple[str, ...]], Scope]
-
-
-# ---- the mapping ------------------------------------------------------------------------------
-
-
-def _escape(label: str) -> str:
-    return label.replace("%", "%25").replace("/", "%2F")
-
-
-def _unescape(part: str) -> str:
-    return part.replace("%2F", "/").replace("%2f", "/").replace("%25", "%")
-
-
-def _joined(labels: Iterable[str]) -> str:
-    return "/".join(_escape(label) for label in labels)
-
-
-def slot_key(namespace: tuple[str, ...], key: str) -> str:
-    """The kindmem slot key of a LangGraph item: labels and key joined by ``/``, escaped."""
-    slot = _joined((*namespace, key))
-    if len(slot) > MAX_SLOT_CHARS:
-        raise ValueError(
-            f"namespace and key make a slot key of {len(slot)} characters; kindmem's slot keys "
-            f"hold at most {MAX_SLOT_CHARS}: {slot[:60]}..."
-        )
-    return slot
-
-
-def slot_parse(slot: str) -> tuple[tuple[str, ...], str] | None:
-    """``(namespace, key)`` of a slot key `slot_key` wrote, or None for any other key."""
-    parts = [_unescape(part) for part in slot.split("/")]
-    if len(parts) < 2 or not all(parts[:-1]):
-        return None
-    return tuple(parts[:-1]), parts[-1]
-
-
-def prefix_tag(prefix: tuple[str, ...]) -> str:
-    """The tag every item under `prefix` carries."""
-    tag = "ns:" + _joined(prefix)
-    if len(tag) <= MAX_TAG_CHARS:
-        return tag
-    return "ns#" + hashlib.sha256(_joined(prefix).encode()).hexdigest()
-
-
-def namespace_tags(namespace: tuple[str, ...]) -> list[str]:
-    """The tags of an item in `namespace`: one per prefix, the namespace itself included."""
-    return [prefix_tag(namespace[:depth]) for depth in range(1, len(namespace) + 1)]
-
-
-def _check_labels(namespace: tuple[str, ...], *, writing: bool = False) -> None:
-    """LangGraph's rules for labels, for ops given to `batch` directly (its methods check them
-    before batching): strings, not empty, no period; a written namespace is not empty and its
-    root is not ``langgraph``."""
-    if writing and not namespace:
-        raise InvalidNamespaceError("Namespace cannot be empty.")
-    if writing and namespace[0] == "langgraph":
-        raise InvalidNamespaceError(f'Root label for namespace cannot be "langgraph": {namespace}')
-    for label in namespace:
-        if not isinstance(label, str) or not label or "." in label or "\x00" in label:
-            raise InvalidNamespaceError(
-                f"Invalid namespace label {label!r} in {namespace}: labels are non-empty strings "
-                "without periods."
-            )
-
-
-def _normal_scope(scope: Scope) -> dict[str, str]:
-    return {k: str(v) for k, v in scope.items() if v is not None}
-
-
-def _scope_matches(fact: Fact, wanted: dict[str, str]) -> bool:
-    """Whether `fact` lives exactly in `wanted`; kindmem fills a project's org in itself."""
-    have = dict(fact["scope"])
-    if "org_id" not in wanted and "project_id" in wanted:
-        have.pop("org_id", None)
-    return have == wanted
-
-
-def _when(value: str) -> datetime:
-    return datetime.fromisoformat(value.replace("Z", "+00:00"))
 
 
 # ---- one operation as a sequence of client calls ----------------------------------------------
@@ -305,10 +232,10 @@ class KindmemStore(BaseStore):
 
     def _steps(self, op: Op) -> _Steps:
         if isinstance(op, GetOp):
-            _check_labels(op.namespace)
+            check_labels(op.namespace)
             return self._get(op.namespace, str(op.key))
         if isinstance(op, PutOp):
-            _check_labels(op.namespace, writing=op.value is not None)
+            check_labels(op.namespace, writing=op.value is not None)
             if op.ttl is not None:
                 raise NotImplementedError(
                     "KindmemStore does not support TTLs: kindmem's retention decides how long "
@@ -316,23 +243,23 @@ class KindmemStore(BaseStore):
                 )
             return self._put(op.namespace, str(op.key), op.value)
         if isinstance(op, SearchOp):
-            _check_labels(op.namespace_prefix)
+            check_labels(op.namespace_prefix)
             return self._search(op)
         if isinstance(op, ListNamespacesOp):
             for condition in op.match_conditions or ():
-                _check_labels(tuple(p for p in condition.path if p != "*"))
+                check_labels(tuple(p for p in condition.path if p != "*"))
             return self._list_namespaces(op)
         raise ValueError(f"Unknown operation type: {type(op).__name__}")
 
     def _scope_of(self, namespace: tuple[str, ...]) -> _Steps:
         """The scope an item of `namespace` is filed in (asks the server once, for a run's)."""
         if callable(self._scope):
-            return _normal_scope(self._scope(namespace))
+            return normal_scope(self._scope(namespace))
         if self._scope is not None:
-            return _normal_scope(self._scope)
+            return normal_scope(self._scope)
         if self._scope_default is None:
             me = yield _Call("me")
-            self._scope_default = _run_scope(me)
+            self._scope_default = run_scope(me)
         return self._scope_default
 
     def _fixed_scope(self) -> _Steps:
@@ -354,7 +281,7 @@ class KindmemStore(BaseStore):
             page = yield self._facts(filters, cursor)
             # newest first: if two first writes raced, the newer one is the item
             for fact in page["facts"]:
-                if _scope_matches(fact, scope):
+                if scope_matches(fact, scope):
                     return fact
             cursor = page["next_cursor"]
             if cursor is None:
@@ -362,7 +289,7 @@ class KindmemStore(BaseStore):
 
     def _get(self, namespace: tuple[str, ...], key: str) -> _Steps:
         fact = yield from self._find(namespace, key)
-        return None if fact is None else _item(fact, namespace, key)
+        return None if fact is None else fact_item(fact, namespace, key)
 
     def _put(self, namespace: tuple[str, ...], key: str, value: Mapping[str, Any] | None) -> _Steps:
         for _attempt in range(3):
@@ -407,7 +334,7 @@ class KindmemStore(BaseStore):
         if place is None or place[0][: len(prefix)] != prefix:
             return None
         scope = yield from self._scope_of(place[0])
-        return place if _scope_matches(fact, scope) else None
+        return place if scope_matches(fact, scope) else None
 
     def _search(self, op: SearchOp) -> _Steps:
         fixed = yield from self._fixed_scope()
@@ -425,7 +352,7 @@ class KindmemStore(BaseStore):
             if skipped < op.offset:
                 skipped += 1
                 return False
-            items.append(_search_item(fact, *place, score))
+            items.append(fact_search_item(fact, *place, score))
             return len(items) >= op.limit
 
         if op.limit <= 0:
@@ -492,48 +419,3 @@ class KindmemStore(BaseStore):
             if cursor is None:
                 break
         return sorted(found)[op.offset : op.offset + op.limit]
-
-
-def _run_scope(me: Mapping[str, Any]) -> dict[str, str]:
-    """A run's own scope: its project and its end user, else its user, else its thread."""
-    readers = me["readers"]
-    if me["kind"] != "run" or not readers["project_ids"]:
-        raise ValueError(
-            "KindmemStore(scope=...) is required with an API key: name the project (and the "
-            "end user) its items belong to; only a run token has a scope of its own"
-        )
-    scope = {"project_id": readers["project_ids"][0]}
-    for key, ids in (
-        ("participant_id", readers["participant_ids"]),
-        ("user_id", readers["user_ids"]),
-        ("thread_id", readers["thread_ids"]),
-    ):
-        if ids:
-            return {**scope, key: ids[0]}
-    raise ValueError(
-        "this run names no end user, user or conversation: a memory of its project alone would "
-        "wait for review; give KindmemStore(scope=...)"
-    )
-
-
-def _item(fact: Fact, namespace: tuple[str, ...], key: str) -> Item:
-    return Item(
-        value=fact["content"],
-        key=key,
-        namespace=namespace,
-        created_at=_when(fact["created_at"]),
-        updated_at=_when(fact["updated_at"]),
-    )
-
-
-def _search_item(
-    fact: Fact, namespace: tuple[str, ...], key: str, score: float | None
-) -> SearchItem:
-    return SearchItem(
-        namespace=namespace,
-        key=key,
-        value=fact["content"],
-        created_at=_when(fact["created_at"]),
-        updated_at=_when(fact["updated_at"]),
-        score=score,
-    )

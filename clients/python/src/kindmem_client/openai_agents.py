@@ -60,8 +60,8 @@ except ImportError as missing:  # pragma: no cover - the message is the point
         "pip install 'kindmem-client[openai-agents]'"
     ) from missing
 
-from kindmem_client._async_client import AsyncClient
-from kindmem_client._sync_client import Client
+from kindmem_client._async import AsyncClient
+from kindmem_client._sync import Client
 from kindmem_client.errors import NotFound
 from kindmem_client.types import Message, MessageInput
 

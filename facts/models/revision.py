@@ -1,15 +1,6 @@
-"""Facts and their revisions, the people they are about, and the links between them.
-
-A `Fact` is the identity that survives supersession: its tenant, type and scope (the containers
-the reader guard checks). Each `Revision` is one immutable version of it: content, trust,
-provenance, world-time validity, record-time invalidation, retention and expiry. At most one
-approved revision of a fact is current (`invalidated_at IS NULL`, no pending review), which a
-partial unique index enforces; a successor waiting for review is current beside it, and
-replaces it only when approved (`facts.services.revision_approve`).
-
-Reads go through `RevisionQuerySet`: `Revision.objects.live().readable_by(readers)` is what an
-API read starts from (see DESIGN.md rule 3; the guard is `kindmem.guards.fact_guard`).
-"""
+"""`Revision`: one immutable version of a fact, and `RevisionQuerySet`, what every read of facts
+starts from (`Revision.objects.live().readable_by(readers)`); a revision's subjects read in
+the same query (`subject_rows`, `attach_subjects`)."""
 
 from __future__ import annotations
 
@@ -29,150 +20,16 @@ from django.utils import timezone
 from pgvector.django import HnswIndex, VectorField
 
 from embeddings.providers import DIMENSIONS
-
-# Per-type policies and sweep reports live beside (facts/policies.py); importing them here
-# registers them with the app, as Django looks for an app's models in its models module.
-from facts.policies import RetentionPolicy as RetentionPolicy
-from facts.policies import SweepKind as SweepKind
-from facts.policies import SweepReport as SweepReport
-from facts.policies import WritePolicy as WritePolicy
-from facts.policies import WritePolicyKind as WritePolicyKind
+from facts.models.choices import AttributionKind, EmbeddingState, InvalidationReason, Review, Trust
+from facts.models.fact import Fact
+from facts.models.subject import Subject
 from kindmem.fulltext import TEXT_CONFIG
 from kindmem.guards import fact_guard
 from kindmem.holds import held_among, held_condition
-from kindmem.models import Org, Project, Run, SubjectKind, Tenant, User
-from kindmem.subjects import Subject as SubjectRef
+from kindmem.models import Run, Tenant
 
 if TYPE_CHECKING:
     from kindmem.access import Readers
-
-
-class Trust(models.TextChoices):
-    VERIFIED = "verified", "verified: a person with the right checked it"
-    ASSERTED = "asserted", "asserted: an app or a person wrote it"
-    UNVERIFIED = "unverified", "unverified: an agent remembered it"
-
-
-class AttributionKind(models.TextChoices):
-    USER = "user", "a Kindgi user"
-    SERVICE = "service", "a service (an app or admin key)"
-    AGENT = "agent", "an agent run"
-
-
-class InvalidationReason(models.TextChoices):
-    SUPERSEDED = "superseded"
-    DELETED = "deleted"
-    ERASED = "erased"
-    EXPIRED = "expired"
-
-
-class Review(models.TextChoices):
-    PENDING = "pending"
-
-
-class EmbeddingState(models.TextChoices):
-    PENDING = "pending", "waiting to be embedded"
-    DONE = "done", "embedded"
-    FAILED = "failed", "the embedder failed"
-    NONE = "none", "no embedder configured when written"
-
-
-class FactSubjectKind(models.TextChoices):
-    PARTICIPANT = SubjectKind.PARTICIPANT.value, SubjectKind.PARTICIPANT.label
-    USER = SubjectKind.USER.value, SubjectKind.USER.label
-    EXTERNAL = SubjectKind.EXTERNAL.value, SubjectKind.EXTERNAL.label
-
-
-class FactQuerySet(models.QuerySet["Fact"]):
-    def of_tenant(self, tenant_id: uuid.UUID | str) -> FactQuerySet:
-        return self.filter(tenant_id=tenant_id)
-
-    def readable_by(self, readers: Readers) -> FactQuerySet:
-        """Facts whose scope `readers` may read (`isReadableBy`, in SQL), none of whose
-        scope persons is held by an erasure in progress."""
-        return self.filter(fact_guard(readers)).exclude(held_condition())
-
-    def about(self, subject: SubjectRef) -> FactQuerySet:
-        """The facts about `subject`: its scope names them (the participant, the Kindgi user,
-        the thread for a conversation) or any revision lists them as a subject."""
-        if subject.kind == SubjectKind.CONVERSATION:
-            return self.filter(thread_id=subject.id)
-        named = Subject.objects.filter(kind=subject.kind.value, subject_id=subject.id)
-        if subject.kind == SubjectKind.PARTICIPANT:
-            scoped = self.filter(participant_id=subject.id)
-        elif subject.kind == SubjectKind.USER:
-            scoped = self.filter(user_id=subject.user_uuid)
-        else:
-            return self.filter(pk__in=named.values("fact_id"))
-        # A UNION of two index lookups, not "scope OR EXISTS (a subject row)": PostgreSQL uses
-        # no index for an OR across a subquery, and scanned every fact of the tenant for each
-        # person page and erasure batch (bench/console_pages.py, 100,000 facts: 37 ms to 0.3).
-        return self.filter(
-            pk__in=scoped.order_by().values("pk").union(named.order_by().values("fact_id"))
-        )
-
-
-class Fact(models.Model):
-    """A fact across its revisions: where it lives (scope) and what kind of thing it is."""
-
-    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
-    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="facts")
-    type = models.CharField(max_length=100)
-    # The scope (the seed's MemoryScope): the containers the reader guard checks.
-    org = models.ForeignKey(Org, on_delete=models.PROTECT, null=True, blank=True, related_name="+")
-    project = models.ForeignKey(
-        Project, on_delete=models.PROTECT, null=True, blank=True, related_name="+"
-    )
-    user = models.ForeignKey(
-        User, on_delete=models.PROTECT, null=True, blank=True, related_name="+"
-    )
-    participant_id = models.CharField(max_length=200, null=True, blank=True)
-    thread_id = models.CharField(max_length=200, null=True, blank=True)
-    # The session is not a container: it narrows, it never grants.
-    session_id = models.CharField(max_length=200, null=True, blank=True)
-    # The slot an agent fills (`remember`'s `key`): a new value for it is the next revision.
-    key = models.CharField(max_length=200, null=True, blank=True)
-    tags = ArrayField(models.CharField(max_length=100), default=list, blank=True)
-    created_at = models.DateTimeField(default=timezone.now)
-
-    objects = FactQuerySet.as_manager()
-
-    class Meta:
-        constraints = [
-            models.CheckConstraint(
-                condition=Q(participant_id__isnull=True) | Q(project__isnull=False),
-                name="fact_participant_requires_project",
-            ),
-            models.CheckConstraint(condition=~Q(type=""), name="fact_type_not_empty"),
-        ]
-        indexes = [
-            # GET /v1/facts?type=...: the tenant's facts of one type
-            models.Index(fields=["tenant", "type"], name="fact_by_type"),
-            # the guard and erasure: a project's / a participant's / a user's facts
-            models.Index(fields=["tenant", "project", "participant_id"], name="fact_by_project"),
-            models.Index(fields=["tenant", "user"], name="fact_by_user"),
-            models.Index(fields=["tenant", "thread_id"], name="fact_by_thread"),
-            # remember: the fact that holds a slot
-            models.Index(fields=["tenant", "type", "key"], name="fact_by_slot"),
-            # ?tag=...
-            GinIndex(fields=["tags"], name="fact_tags_gin"),
-        ]
-
-    def __str__(self) -> str:
-        return f"{self.type} {self.id}"
-
-    @property
-    def scope(self) -> dict[str, str]:
-        """The seed's MemoryScope (snake_case), naming only the containers set."""
-        values = {
-            "org_id": self.org_id,
-            "project_id": self.project_id,
-            "user_id": self.user_id,
-            "participant_id": self.participant_id,
-            "thread_id": self.thread_id,
-            "session_id": self.session_id,
-        }
-        return {k: str(v) for k, v in values.items() if v is not None}
 
 
 def _held_subject() -> Exists:
@@ -476,37 +333,6 @@ class Revision(models.Model):
         return self.invalidated_at is None
 
 
-class Subject(models.Model):
-    """Whom a revision is about: what subject access and erasure requests by person find."""
-
-    id = models.BigAutoField(primary_key=True)
-    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="+")
-    revision = models.ForeignKey(Revision, on_delete=models.CASCADE, related_name="subjects")
-    # Denormalized so that an erasure finds a person's facts without joining revisions.
-    fact = models.ForeignKey(Fact, on_delete=models.CASCADE, related_name="+")
-    kind = models.CharField(max_length=20, choices=FactSubjectKind.choices)
-    subject_id = models.CharField(max_length=200)
-
-    class Meta:
-        constraints = [
-            models.UniqueConstraint(
-                fields=["tenant", "revision", "kind", "subject_id"],
-                name="subject_once_per_revision",
-            ),
-            models.CheckConstraint(
-                condition=Q(kind__in=FactSubjectKind.values), name="subject_kind_valid"
-            ),
-            models.CheckConstraint(condition=~Q(subject_id=""), name="subject_id_not_empty"),
-        ]
-        indexes = [
-            # access and erasure requests: everything about one person
-            models.Index(fields=["tenant", "kind", "subject_id"], name="subject_by_person"),
-        ]
-
-    def __str__(self) -> str:
-        return f"{self.kind}:{self.subject_id}"
-
-
 def subject_rows() -> ArraySubquery:
     """Every subject of the revision, as one array column of the query that reads it (what a
     search or a write renders), so that no second query has to fetch them; see
@@ -536,39 +362,3 @@ def attach_subjects(revisions: Sequence[Revision], column: str = "subject_rows")
             **getattr(revision, "_prefetched_objects_cache", {}),
             "subjects": cached,
         }
-
-
-class Link(models.Model):
-    """An attributed link from one fact to another (the 003 seed's IEdge)."""
-
-    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
-    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="+")
-    source = models.ForeignKey(Fact, on_delete=models.CASCADE, related_name="links_out")
-    target = models.ForeignKey(Fact, on_delete=models.CASCADE, related_name="links_in")
-    type = models.CharField(max_length=100)
-    confidence = models.FloatField(null=True, blank=True)
-    provenance = models.JSONField(null=True, blank=True)
-    valid_at = models.DateTimeField(null=True, blank=True)
-    invalid_at = models.DateTimeField(null=True, blank=True)
-    created_by = models.CharField(max_length=200)
-    created_at = models.DateTimeField(default=timezone.now)
-
-    class Meta:
-        constraints = [
-            models.UniqueConstraint(
-                fields=["tenant", "source", "target", "type"], name="link_once_per_type"
-            ),
-            models.CheckConstraint(
-                condition=Q(confidence__isnull=True) | Q(confidence__gte=0.0, confidence__lte=1.0),
-                name="link_confidence_0_to_1",
-            ),
-            models.CheckConstraint(condition=~Q(type=""), name="link_type_not_empty"),
-        ]
-        indexes = [
-            # traversal: outbound and inbound edges of a fact
-            models.Index(fields=["tenant", "source"], name="link_out"),
-            models.Index(fields=["tenant", "target"], name="link_in"),
-        ]
-
-    def __str__(self) -> str:
-        return f"{self.source_id} -{self.type}-> {self.target_id}"

@@ -1,0 +1,86 @@
+"""What every route of `AsyncClient` stands on: its credential, its connections and one
+request, retried after a 429 as its `RetryPolicy` allows."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any
+
+import anyio
+import httpx
+
+from kindmem_client._base import (
+    DEFAULT_TIMEOUT,
+    USER_AGENT,
+    RetryPolicy,
+    auth_headers,
+    checked,
+    resolve_settings,
+)
+
+
+class AsyncCore:
+    """The transport under `AsyncClient`; each resource group of routes is a subclass."""
+
+    def __init__(
+        self,
+        token: str | None = None,
+        *,
+        base_url: str | None = None,
+        timeout: float = DEFAULT_TIMEOUT,
+        retry: RetryPolicy | None = None,
+        transport: httpx.AsyncBaseTransport | None = None,
+        http_client: httpx.AsyncClient | None = None,
+        sleep: Callable[[float], Awaitable[None]] | None = None,
+    ) -> None:
+        self.token, self.base_url = resolve_settings(token, base_url)
+        self.retry = retry or RetryPolicy()
+        self._owns_http = http_client is None
+        self._http = http_client or httpx.AsyncClient(
+            base_url=self.base_url,
+            timeout=timeout,
+            transport=transport,
+            headers={"User-Agent": USER_AGENT},
+        )
+        self._sleep = sleep or anyio.sleep
+
+    async def aclose(self) -> None:
+        if self._owns_http:
+            await self._http.aclose()
+
+    async def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        params: Mapping[str, str] | None = None,
+        json: Any = None,
+    ) -> httpx.Response:
+        """Send one request with this client's credential; retry a 429 as `retry` allows; raise
+        the typed exception for an error answer."""
+        attempt = 0
+        while True:
+            response = await self._http.request(
+                method,
+                path,
+                params=params,
+                json=json,
+                headers=auth_headers(self.token),
+            )
+            wait = self.retry.wait_for(response, attempt)
+            if wait is None:
+                return checked(response)
+            await response.aclose()
+            await self._sleep(wait)
+            attempt += 1
+
+    async def _json(
+        self,
+        method: str,
+        path: str,
+        *,
+        params: Mapping[str, str] | None = None,
+        json: Any = None,
+    ) -> Any:
+        response = await self.request(method, path, params=params, json=json)
+        return response.json()

@@ -1,0 +1,84 @@
+"""The tenant's audit events, paged.
+
+Written from `kindmem_client/_async/audit.py` by `clients/python/scripts/unasync.py`:
+edit that module and run the script, not this file.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Literal, cast
+
+from kindmem_client._base import Id, When, query_params
+from kindmem_client._sync.core import Core
+from kindmem_client.types import AuditEvent, AuditPage
+
+
+class Audit(Core):
+    """`/v1/audit`."""
+
+    def list_audit(
+        self,
+        *,
+        since_seq: int | None = None,
+        limit: int | None = None,
+        since: When | None = None,
+        until: When | None = None,
+        phase: Literal["read", "write", "delete", "retrieve"] | None = None,
+        outcome: Literal["success", "failure"] | None = None,
+        kind: str | None = None,
+        subject: str | None = None,
+        principal: str | None = None,
+        fact_id: Id | None = None,
+        project_id: Id | None = None,
+    ) -> AuditPage:
+        """One page of the tenant's audit events after `since_seq`, oldest first."""
+        params = query_params(
+            since_seq=since_seq,
+            limit=limit,
+            since=since,
+            until=until,
+            phase=phase,
+            outcome=outcome,
+            kind=kind,
+            subject=subject,
+            principal=principal,
+            fact_id=fact_id,
+            project_id=project_id,
+        )
+        return cast(AuditPage, self._json("GET", "/v1/audit", params=params))
+
+    def iter_audit(
+        self,
+        *,
+        since_seq: int = 0,
+        page_size: int = 100,
+        since: When | None = None,
+        until: When | None = None,
+        phase: Literal["read", "write", "delete", "retrieve"] | None = None,
+        outcome: Literal["success", "failure"] | None = None,
+        kind: str | None = None,
+        subject: str | None = None,
+        principal: str | None = None,
+        fact_id: Id | None = None,
+        project_id: Id | None = None,
+    ) -> Iterator[AuditEvent]:
+        """Every audit event after `since_seq` up to now; a short page is the last."""
+        while True:
+            page = self.list_audit(
+                since_seq=since_seq,
+                limit=page_size,
+                since=since,
+                until=until,
+                phase=phase,
+                outcome=outcome,
+                kind=kind,
+                subject=subject,
+                principal=principal,
+                fact_id=fact_id,
+                project_id=project_id,
+            )
+            yield from page["events"]
+            if len(page["events"]) < page_size:
+                return
+            since_seq = page["next_since_seq"]

@@ -1,0 +1,90 @@
+"""What every route of `Client` stands on: its credential, its connections and one
+request, retried after a 429 as its `RetryPolicy` allows.
+
+Written from `kindmem_client/_async/core.py` by `clients/python/scripts/unasync.py`:
+edit that module and run the script, not this file.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import httpx
+
+from kindmem_client._base import (
+    DEFAULT_TIMEOUT,
+    USER_AGENT,
+    RetryPolicy,
+    auth_headers,
+    checked,
+    resolve_settings,
+)
+
+
+class Core:
+    """The transport under `Client`; each resource group of routes is a subclass."""
+
+    def __init__(
+        self,
+        token: str | None = None,
+        *,
+        base_url: str | None = None,
+        timeout: float = DEFAULT_TIMEOUT,
+        retry: RetryPolicy | None = None,
+        transport: httpx.BaseTransport | None = None,
+        http_client: httpx.Client | None = None,
+        sleep: Callable[[float], None] | None = None,
+    ) -> None:
+        self.token, self.base_url = resolve_settings(token, base_url)
+        self.retry = retry or RetryPolicy()
+        self._owns_http = http_client is None
+        self._http = http_client or httpx.Client(
+            base_url=self.base_url,
+            timeout=timeout,
+            transport=transport,
+            headers={"User-Agent": USER_AGENT},
+        )
+        self._sleep = sleep or time.sleep
+
+    def close(self) -> None:
+        if self._owns_http:
+            self._http.close()
+
+    def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        params: Mapping[str, str] | None = None,
+        json: Any = None,
+    ) -> httpx.Response:
+        """Send one request with this client's credential; retry a 429 as `retry` allows; raise
+        the typed exception for an error answer."""
+        attempt = 0
+        while True:
+            response = self._http.request(
+                method,
+                path,
+                params=params,
+                json=json,
+                headers=auth_headers(self.token),
+            )
+            wait = self.retry.wait_for(response, attempt)
+            if wait is None:
+                return checked(response)
+            response.close()
+            self._sleep(wait)
+            attempt += 1
+
+    def _json(
+        self,
+        method: str,
+        path: str,
+        *,
+        params: Mapping[str, str] | None = None,
+        json: Any = None,
+    ) -> Any:
+        response = self.request(method, path, params=params, json=json)
+        return response.json()
