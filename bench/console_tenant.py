@@ -167,7 +167,7 @@ def build(facts: int, people: int, seed: int) -> None:
     # approvals of the remembered ones: decided by three reviewers, the newest still pending
     approvals = []
     rejected, waiting = [], []
-    for n, (revision_id, _fact_id, p, at) in enumerate(remembered):
+    for n, (revision_id, fact_id, p, at) in enumerate(remembered):
         pending = n >= len(remembered) - PENDING
         status = (
             ApprovalStatus.PENDING
@@ -188,6 +188,7 @@ def build(facts: int, people: int, seed: int) -> None:
             Approval(
                 tenant=tenant,
                 revision_id=revision_id,
+                fact_id=fact_id,
                 agent=agent,
                 agent_version="1.0.0",
                 project=project_of[p],

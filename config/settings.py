@@ -206,7 +206,10 @@ LANGUAGE_CODE = "en-us"
 # kindmem/formats/en: 24-hour dates without the "a.m.." the English defaults give the console.
 FORMAT_MODULE_PATH = ["kindmem.formats"]
 TIME_ZONE = "UTC"
-USE_I18N = True
+# The console and the API speak English only. With translation on, every date and word a page
+# renders asked the active language (an asgiref Local): 7% of the busiest person page's time
+# (bench/console_pages.py).
+USE_I18N = False
 USE_TZ = True
 
 STATIC_URL = "static/"

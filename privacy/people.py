@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -83,13 +84,30 @@ class PersonRecord:
         return [fact.pk for fact in self.facts.rows] if self.facts else []
 
 
-def _part(queryset: QuerySet[Any], limit: int, **windows: Any) -> tuple[Part, Any]:
-    """The first `limit` rows and the total, in one query: a window count over every match,
-    taken before the LIMIT, so each part reads the person's rows once (a person with 13,000
-    facts: bench/console_pages.py). `windows` adds more window counts; returns the part and
-    its first row (None: no rows), which carries them."""
-    rows = list(queryset.annotate(part_total=Window(Count("*")), **windows)[:limit])
-    return Part(rows=rows, total=rows[0].part_total if rows else 0), (rows[0] if rows else None)
+def _part(
+    which: QuerySet[Any],
+    limit: int,
+    shape: Callable[[QuerySet[Any]], QuerySet[Any]] = lambda rows: rows,
+    **windows: Any,
+) -> tuple[Part, dict[str, Any] | None]:
+    """The first `limit` rows of `which` (ordered) and how many there are in all, in two
+    queries whatever the person's size: the ids and a window count over every match, taken
+    before the LIMIT and narrow (a person with 13,000 facts: bench/console_pages.py); then
+    only those rows, with `shape`'s joins, annotations and prefetches. `windows` adds more
+    window counts; returns the part and the first id row (None: no rows), which carries
+    them."""
+    page = list(
+        which.annotate(part_total=Window(Count("*")), **windows).values(
+            "pk", "part_total", *windows
+        )[:limit]
+    )
+    if not page:
+        return Part(), None
+    ids = [row["pk"] for row in page]
+    by_pk = shape(which.model._default_manager.filter(pk__in=ids)).in_bulk()
+    # a row removed between the two queries is left out, not an error
+    rows = [by_pk[pk] for pk in ids if pk in by_pk]
+    return Part(rows=rows, total=page[0]["part_total"]), page[0]
 
 
 def person_record(
@@ -104,53 +122,53 @@ def person_record(
     if "facts" in sections:
         revisions = Revision.objects.shown().select_related("approval").order_by("-version")
         record.facts, _ = _part(
-            Fact.objects.of_tenant(tenant_id)
-            .about(subject)
-            .select_related("project", "user")
-            .prefetch_related(Prefetch("revisions", queryset=revisions, to_attr="timeline"))
-            .order_by("-created_at", "-pk"),
+            Fact.objects.of_tenant(tenant_id).about(subject).order_by("-created_at", "-pk"),
             limit,
+            lambda rows: rows.select_related("project", "user").prefetch_related(
+                Prefetch("revisions", queryset=revisions, to_attr="timeline")
+            ),
         )
     if "approvals" in sections:
         record.approvals, first = _part(
-            Approval.objects.of_tenant(tenant_id)
-            .about(subject)
-            .select_related("revision__fact", "agent", "decided_by_user")
-            .defer(*unshown("revision__"))
-            .order_by("-created_at", "-pk"),
+            Approval.objects.of_tenant(tenant_id).about(subject).order_by("-created_at", "-pk"),
             limit,
+            lambda rows: rows.select_related("revision__fact", "agent", "decided_by_user").defer(
+                *unshown("revision__")
+            ),
             part_pending=Window(Count("pk", filter=Q(status=ApprovalStatus.PENDING))),
         )
-        record.pending_approvals = first.part_pending if first else 0
+        record.pending_approvals = first["part_pending"] if first else 0
     if "conversations" in sections:
         conversations = Conversation.objects.of_tenant(tenant_id).about(subject)
         record.conversations, _ = _part(
-            conversations.select_related("agent", "project", "user")
-            .annotate(message_count=Count("messages"))
-            .order_by("-created_at", "-pk"),
+            conversations.order_by("-created_at", "-pk"),
             limit,
+            lambda rows: rows.select_related("agent", "project", "user").annotate(
+                message_count=Count("messages")
+            ),
         )
         record.messages_total = Message.objects.filter(conversation__in=conversations).count()
     if "runs" in sections:
         runs = Run.objects.filter(tenant_id=tenant_id).about(subject)
         record.runs, _ = _part(
-            runs.select_related("agent", "project")
-            .annotate(entry_count=Count("log_entries"))
-            .order_by("-created_at", "-pk"),
+            runs.order_by("-created_at", "-pk"),
             limit,
+            lambda rows: rows.select_related("agent", "project").annotate(
+                entry_count=Count("log_entries")
+            ),
         )
         record.log_entries, _ = _part(
-            LogEntry.objects.filter(tenant_id=tenant_id, run__in=runs)
-            .select_related("run__agent")
-            .order_by("-created_at", "-sequence"),
+            LogEntry.objects.filter(tenant_id=tenant_id, run__in=runs).order_by(
+                "-created_at", "-sequence"
+            ),
             limit,
+            lambda rows: rows.select_related("run__agent"),
         )
     if "reads" in sections:
         record.reads, _ = _part(
-            AuditEvent.objects.of_tenant(tenant_id)
-            .about_subject(str(subject))
-            .order_by("-seq")
-            .only(
+            AuditEvent.objects.of_tenant(tenant_id).about_subject(str(subject)).order_by("-seq"),
+            limit,
+            lambda rows: rows.only(
                 "seq",
                 "timestamp",
                 "phase",
@@ -161,7 +179,6 @@ def person_record(
                 "principal_kind",
                 "agent_id",
             ),
-            limit,
         )
     if "requests" in sections:
         record.access_requests = list(

@@ -4,12 +4,12 @@ and `FactQuerySet`, the reads of many."""
 from __future__ import annotations
 
 import uuid
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from django.contrib.postgres.fields import ArrayField
 from django.contrib.postgres.indexes import GinIndex
 from django.db import models
-from django.db.models import Q
+from django.db.models import Q, QuerySet
 from django.utils import timezone
 
 from facts.models.subject import Subject
@@ -36,19 +36,25 @@ class FactQuerySet(models.QuerySet["Fact"]):
         the thread for a conversation) or any revision lists them as a subject."""
         if subject.kind == SubjectKind.CONVERSATION:
             return self.filter(thread_id=subject.id)
+        return self.filter(pk__in=self.ids_about(subject))
+
+    def ids_about(self, subject: SubjectRef) -> QuerySet[Any]:
+        """The ids of the facts about `subject` (see `about`), for an `__in` lookup that needs
+        no fact row: `pk__in=Fact.objects.about(...).values("pk")` joins every fact of the
+        tenant to the ids (a scan of 100,000 facts for a busy person's approvals)."""
+        if subject.kind == SubjectKind.CONVERSATION:
+            return self.filter(thread_id=subject.id).order_by().values("pk")
         named = Subject.objects.filter(kind=subject.kind.value, subject_id=subject.id)
         if subject.kind == SubjectKind.PARTICIPANT:
             scoped = self.filter(participant_id=subject.id)
         elif subject.kind == SubjectKind.USER:
             scoped = self.filter(user_id=subject.user_uuid)
         else:
-            return self.filter(pk__in=named.values("fact_id"))
+            return named.order_by().values("fact_id")
         # A UNION of two index lookups, not "scope OR EXISTS (a subject row)": PostgreSQL uses
         # no index for an OR across a subquery, and scanned every fact of the tenant for each
         # person page and erasure batch (bench/console_pages.py, 100,000 facts: 37 ms to 0.3).
-        return self.filter(
-            pk__in=scoped.order_by().values("pk").union(named.order_by().values("fact_id"))
-        )
+        return scoped.order_by().values("pk").union(named.order_by().values("fact_id"))
 
 
 class Fact(models.Model):
