@@ -13,6 +13,7 @@ from rest_framework.test import APIClient
 
 from approvals.models import Approval, ApprovalStatus
 from facts.models import Fact, RetentionPolicy, Revision
+from kindmem.subjects import Subject
 from tests import factories
 from tests.approvals.conftest import (
     declare,
@@ -259,3 +260,21 @@ def test_an_api_decision_is_one_audit_event_naming_the_reviewer_approval_and_dec
     assert approval_id in event.object_ids
     assert event.query_snapshot == {"approval_id": approval_id, "decision": "rejected"}
     assert "participant:participant-1" in event.subjects
+
+
+def test_an_approval_keeps_its_revisions_fact_and_a_person_finds_it_by_that(api, agent_run):
+    # The person page and erasures find a person's approvals by the approval's copy of its
+    # fact (approvals/models.py): it must be the revision's fact, on every path that opens one.
+    first = remember_pending(api, agent_run, "Always greet her in Spanish.")
+    approval = Approval.objects.get(pk=first["approval_id"])
+    assert approval.fact_id == Revision.objects.get(pk=first["fact"]["revision_id"]).fact_id
+    assert str(approval.fact_id) == first["fact"]["id"]
+    # an approval saved with only its revision's id looks the fact up
+    revision_id, tenant_id = approval.revision_id, approval.tenant_id
+    approval.delete()
+    reopened = Approval(tenant_id=tenant_id, revision_id=revision_id, reasons=["instruction-like"])
+    reopened.save()
+    assert reopened.fact_id == Revision.objects.get(pk=revision_id).fact_id
+    person = Subject.parse("participant", agent_run.run.participant_id)
+    about = Approval.objects.of_tenant(tenant_id).about(person)
+    assert list(about.values_list("pk", flat=True)) == [reopened.pk]
