@@ -54,7 +54,9 @@ class FactQuerySet(models.QuerySet["Fact"]):
         # A UNION of two index lookups, not "scope OR EXISTS (a subject row)": PostgreSQL uses
         # no index for an OR across a subquery, and scanned every fact of the tenant for each
         # person page and erasure batch (bench/console_pages.py, 100,000 facts: 37 ms to 0.3).
-        return scoped.order_by().values("pk").union(named.order_by().values("fact_id"))
+        # UNION ALL: an `__in` needs no distinct ids, and removing the duplicates (most facts
+        # name their person twice) was a third of the busiest person's approvals query.
+        return scoped.order_by().values("pk").union(named.order_by().values("fact_id"), all=True)
 
 
 class Fact(models.Model):
