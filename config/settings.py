@@ -371,8 +371,8 @@ if is_embedded_url(CELERY_BROKER_URL):
 # If the broker connection drops, running acks-late tasks cannot be acknowledged on it any more
 # and will be delivered again: stop them rather than run them twice at once (Celery 6's default).
 CELERY_WORKER_CANCEL_LONG_RUNNING_TASKS_ON_CONNECTION_LOSS = True
-# A publish that meets a dropped connection retries for ~4 s, long enough for the supervisor to
-# restart the embedded broker, instead of failing the request that queued it.
+# A publish (beat's, a worker's) that meets a dropped connection retries for ~4 s, long enough
+# for the supervisor to restart the embedded broker, instead of failing.
 CELERY_TASK_PUBLISH_RETRY = True
 CELERY_TASK_PUBLISH_RETRY_POLICY = {
     "max_retries": 6,
@@ -380,6 +380,23 @@ CELERY_TASK_PUBLISH_RETRY_POLICY = {
     "interval_step": 0.25,
     "interval_max": 1,
 }
+# ...but a publish inside a request (kindmem/background.py: starting an erasure or an export,
+# queueing an embedding) does not wait that long. Its row has committed and a beat sweep resumes
+# the work, so a broker that cannot be reached is logged and the request answers as usual; what
+# matters is that it answers soon. Three attempts 0 s and 0.25 s apart: a refused connection or a
+# missing socket costs ~0.3 s, a broker restarting under the supervisor still catches the
+# third attempt if it is quick, and the sweep takes the rest.
+REQUEST_PUBLISH_RETRY_POLICY = {
+    "max_retries": 2,
+    "interval_start": 0,
+    "interval_step": 0.25,
+    "interval_max": 0.25,
+}
+# A TCP broker whose packets are dropped (a firewall, a host gone) would hold each attempt for
+# the operating system's connect timeout (minutes): 0.5 s per attempt, so the three attempts
+# above stay within ~1.75 s. A Unix socket (the embedded broker) fails at once, without it.
+if CELERY_BROKER_URL.startswith(("redis://", "rediss://")):
+    CELERY_BROKER_TRANSPORT_OPTIONS["socket_connect_timeout"] = 0.5
 # A worker or beat started before its broker waits for it (retried with backoff) instead of
 # exiting: on a restart of the embedded broker, or when compose starts Redis late.
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
