@@ -269,6 +269,9 @@ ERASURE_STALE_SECONDS = env_int("KINDMEM_ERASURE_STALE_SECONDS", 60)
 ERASURE_BATCH_SIZE = env_int("KINDMEM_ERASURE_BATCH_SIZE", 200)
 # A pause between two batches of an erasure, in ms, to spread its load (0: none).
 ERASURE_BATCH_PAUSE_MS = env_int("KINDMEM_ERASURE_BATCH_PAUSE_MS", 0)
+# A subject access request still pending this long after it was made (its message was lost, or
+# never sent: the broker was down) is queued again by the beat sweep (resume_access_exports).
+ACCESS_EXPORT_STALE_SECONDS = env_int("KINDMEM_ACCESS_EXPORT_STALE_SECONDS", 60)
 # How long a subject access export's download link stays valid, in seconds.
 ACCESS_EXPORT_LINK_MAX_AGE = env_int("KINDMEM_ACCESS_EXPORT_LINK_MAX_AGE", 3600)
 # Days an invalidated fact revision is kept before the purge deletes it.
@@ -421,6 +424,7 @@ CELERY_BEAT_SCHEDULE: dict[str, dict[str, object]] = {
     },
     "purge-audit-events": {"task": "audit.tasks.purge_audit_events", "schedule": 86400.0},
     "resume-erasures": {"task": "privacy.tasks.resume_erasures", "schedule": 30.0},
+    "resume-access-exports": {"task": "privacy.tasks.resume_access_exports", "schedule": 60.0},
     "sweep-expired-facts": {"task": "facts.tasks.sweep_expired_facts", "schedule": 3600.0},
     "purge-facts": {"task": "facts.tasks.purge_facts", "schedule": 86400.0},
 }
