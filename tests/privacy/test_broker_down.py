@@ -147,6 +147,7 @@ def test_every_sweep_that_resumes_a_request_publish_is_on_beat(settings):
     sweeps = {
         "privacy.tasks.resume_erasures",
         "privacy.tasks.resume_access_exports",
+        "facts.tasks.embed_backlog",
     }
     assert sweeps <= scheduled
     assert sweeps <= set(app.tasks)
