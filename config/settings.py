@@ -427,6 +427,7 @@ CELERY_BEAT_SCHEDULE: dict[str, dict[str, object]] = {
     "resume-access-exports": {"task": "privacy.tasks.resume_access_exports", "schedule": 60.0},
     # what the write path left unembedded and whose task was lost (or never sent)
     "embed-revision-backlog": {"task": "facts.tasks.embed_backlog", "schedule": 300.0},
+    "embed-message-backlog": {"task": "recall.tasks.embed_backlog", "schedule": 300.0},
     "sweep-expired-facts": {"task": "facts.tasks.sweep_expired_facts", "schedule": 3600.0},
     "purge-facts": {"task": "facts.tasks.purge_facts", "schedule": 86400.0},
 }

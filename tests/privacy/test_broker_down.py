@@ -148,6 +148,7 @@ def test_every_sweep_that_resumes_a_request_publish_is_on_beat(settings):
         "privacy.tasks.resume_erasures",
         "privacy.tasks.resume_access_exports",
         "facts.tasks.embed_backlog",
+        "recall.tasks.embed_backlog",
     }
     assert sweeps <= scheduled
     assert sweeps <= set(app.tasks)
