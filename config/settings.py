@@ -272,6 +272,9 @@ ERASURE_STALE_SECONDS = env_int("KINDMEM_ERASURE_STALE_SECONDS", 60)
 ERASURE_BATCH_SIZE = env_int("KINDMEM_ERASURE_BATCH_SIZE", 200)
 # A pause between two batches of an erasure, in ms, to spread its load (0: none).
 ERASURE_BATCH_PAUSE_MS = env_int("KINDMEM_ERASURE_BATCH_PAUSE_MS", 0)
+# A subject access request still pending this long after it was made (its message was lost, or
+# never sent: the broker was down) is queued again by the beat sweep (resume_access_exports).
+ACCESS_EXPORT_STALE_SECONDS = env_int("KINDMEM_ACCESS_EXPORT_STALE_SECONDS", 60)
 # How long a subject access export's download link stays valid, in seconds.
 ACCESS_EXPORT_LINK_MAX_AGE = env_int("KINDMEM_ACCESS_EXPORT_LINK_MAX_AGE", 3600)
 # Days an invalidated fact revision is kept before the purge deletes it.
@@ -374,8 +377,8 @@ if is_embedded_url(CELERY_BROKER_URL):
 # If the broker connection drops, running acks-late tasks cannot be acknowledged on it any more
 # and will be delivered again: stop them rather than run them twice at once (Celery 6's default).
 CELERY_WORKER_CANCEL_LONG_RUNNING_TASKS_ON_CONNECTION_LOSS = True
-# A publish that meets a dropped connection retries for ~4 s, long enough for the supervisor to
-# restart the embedded broker, instead of failing the request that queued it.
+# A publish (beat's, a worker's) that meets a dropped connection retries for ~4 s, long enough
+# for the supervisor to restart the embedded broker, instead of failing.
 CELERY_TASK_PUBLISH_RETRY = True
 CELERY_TASK_PUBLISH_RETRY_POLICY = {
     "max_retries": 6,
@@ -383,6 +386,23 @@ CELERY_TASK_PUBLISH_RETRY_POLICY = {
     "interval_step": 0.25,
     "interval_max": 1,
 }
+# ...but a publish inside a request (kindmem/background.py: starting an erasure or an export,
+# queueing an embedding) does not wait that long. Its row has committed and a beat sweep resumes
+# the work, so a broker that cannot be reached is logged and the request answers as usual; what
+# matters is that it answers soon. Three attempts 0 s and 0.25 s apart: a refused connection or a
+# missing socket costs ~0.3 s, a broker restarting under the supervisor still catches the
+# third attempt if it is quick, and the sweep takes the rest.
+REQUEST_PUBLISH_RETRY_POLICY = {
+    "max_retries": 2,
+    "interval_start": 0,
+    "interval_step": 0.25,
+    "interval_max": 0.25,
+}
+# A TCP broker whose packets are dropped (a firewall, a host gone) would hold each attempt for
+# the operating system's connect timeout (minutes): 0.5 s per attempt, so the three attempts
+# above stay within ~1.75 s. A Unix socket (the embedded broker) fails at once, without it.
+if CELERY_BROKER_URL.startswith(("redis://", "rediss://")):
+    CELERY_BROKER_TRANSPORT_OPTIONS["socket_connect_timeout"] = 0.5
 # A worker or beat started before its broker waits for it (retried with backoff) instead of
 # exiting: on a restart of the embedded broker, or when compose starts Redis late.
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
@@ -407,6 +427,10 @@ CELERY_BEAT_SCHEDULE: dict[str, dict[str, object]] = {
     },
     "purge-audit-events": {"task": "audit.tasks.purge_audit_events", "schedule": 86400.0},
     "resume-erasures": {"task": "privacy.tasks.resume_erasures", "schedule": 30.0},
+    "resume-access-exports": {"task": "privacy.tasks.resume_access_exports", "schedule": 60.0},
+    # what the write path left unembedded and whose task was lost (or never sent)
+    "embed-revision-backlog": {"task": "facts.tasks.embed_backlog", "schedule": 300.0},
+    "embed-message-backlog": {"task": "recall.tasks.embed_backlog", "schedule": 300.0},
     "sweep-expired-facts": {"task": "facts.tasks.sweep_expired_facts", "schedule": 3600.0},
     "purge-facts": {"task": "facts.tasks.purge_facts", "schedule": 86400.0},
 }

@@ -79,3 +79,33 @@ def revisions_embed(
                     )
                 )
     return done
+
+
+# Batches one tenant's share of a backlog sweep may embed per run (EMBED_BATCH each).
+BACKLOG_ROUNDS = 8
+
+
+def backlog_embed(tenant_id: uuid.UUID | str) -> int:
+    """The beat sweep's part for one tenant: embed the revisions the write path left `pending`
+    whose task never ran (its publish failed: the broker was down), oldest first, each provider
+    call topped up to `EMBED_BATCH`, at most `BACKLOG_ROUNDS` calls. Raises `EmbeddingFailed`
+    as the task does (the oldest is then marked `failed`, where `reembed` finds it). Returns how
+    many revisions got a vector."""
+    embedder = get_embedder()
+    done = 0
+    for _ in range(BACKLOG_ROUNDS if embedder is not None else 0):
+        oldest = (
+            Revision.objects.of_tenant(tenant_id)
+            .waiting_for_embedding()
+            .values_list("pk", flat=True)
+            .first()
+        )
+        if oldest is None:
+            break
+        embedded = revisions_embed(
+            revision_ids=[oldest], embedder=embedder, top_up_tenant_id=tenant_id
+        )
+        if embedded == 0:  # someone else embedded it meanwhile: the next sweep goes on
+            break
+        done += embedded
+    return done

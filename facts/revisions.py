@@ -13,7 +13,6 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from django.db import transaction
 from django.db.models import Max
 
 from embeddings.budget import Embedded, EmbedOutcome, embed_within_budget
@@ -24,6 +23,7 @@ from facts.retention import Retention
 from facts.scopes import SubjectInput
 from facts.tasks import embed_revisions
 from kindmem.access import Principal, Readers, readers_for
+from kindmem.background import enqueue_on_commit
 from kindmem.errors import Conflict, EmbeddingUnavailable, FactNotFound
 
 
@@ -119,7 +119,8 @@ def write_revision(
     )
     if embedded.needs_task:
         revision_id, tenant = str(revision.pk), str(fact.tenant_id)
-        transaction.on_commit(lambda: embed_revisions.delay([revision_id], tenant_id=tenant))
+        # a broker that cannot be reached does not fail the write: embed_backlog embeds it
+        enqueue_on_commit(embed_revisions, [revision_id], tenant_id=tenant)
     Subject.objects.bulk_create(
         [
             Subject(

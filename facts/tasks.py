@@ -5,9 +5,10 @@ from __future__ import annotations
 
 from celery import shared_task
 
+from embeddings.backlog import backlog_sweep
 from embeddings.providers import EmbeddingFailed
 from facts import sweeps
-from facts.embedding import revisions_embed
+from facts.embedding import backlog_embed, revisions_embed
 from kindmem.row_security import each_tenant, tenant_context
 
 
@@ -25,6 +26,13 @@ def embed_revisions(revision_ids: list[str], tenant_id: str) -> int:
     safe to run twice."""
     with tenant_context(tenant_id):
         return revisions_embed(revision_ids=revision_ids, top_up_tenant_id=tenant_id)
+
+
+@shared_task(name="facts.tasks.embed_backlog", acks_late=True, time_limit=300, soft_time_limit=270)
+def embed_backlog() -> int:
+    """Beat: embed the revisions left `pending` whose `embed_revisions` was never queued (see
+    embeddings/backlog.py); a failed provider call marks the oldest `failed`."""
+    return backlog_sweep(backlog_embed, what="revisions")
 
 
 @shared_task(name="facts.tasks.sweep_expired_facts", acks_late=True, time_limit=600)

@@ -12,6 +12,7 @@ from django.db import transaction
 
 from audit.models import Outcome, Phase
 from audit.services import Actor, AuditNote, audit_record
+from kindmem.background import enqueue_on_commit
 from kindmem.errors import LinkExpired, NotFound, ValidationFailed
 from kindmem.models import ErasureHold, SubjectKind
 from kindmem.subjects import Subject
@@ -53,7 +54,8 @@ def erasure_start(
     ErasureHold.objects.create(
         tenant_id=tenant_id, subject_kind=target_kind, subject_id=target_id, erasure_id=request.id
     )
-    erase_subject.delay_on_commit(str(request.id), tenant_id=str(tenant_id))
+    # a broker that cannot be reached does not fail the request: resume_erasures queues it
+    enqueue_on_commit(erase_subject, str(request.id), tenant_id=str(tenant_id))
     return request
 
 
@@ -92,7 +94,8 @@ def access_request_start(
         status=RequestStatus.PENDING,
     )
     _audit(actor, subject=f"{subject_kind}:{subject_id}", object_id=request.id, endpoint=endpoint)
-    build_access_export.delay_on_commit(str(request.id), tenant_id=str(actor.tenant_id))
+    # a broker that cannot be reached does not fail the request: resume_access_exports queues it
+    enqueue_on_commit(build_access_export, str(request.id), tenant_id=str(actor.tenant_id))
     return request
 
 

@@ -40,6 +40,23 @@ def resume_erasures(*, stale_only: bool = True) -> int:
     return resumed
 
 
+@shared_task(name="privacy.tasks.resume_access_exports", time_limit=60, soft_time_limit=50)
+def resume_access_exports(*, stale_only: bool = True) -> int:
+    """Queue again the subject access requests still pending ACCESS_EXPORT_STALE_SECONDS after
+    they were made: their message was lost, or never sent (the broker was down when the request
+    committed). Beat runs it; building an export twice is safe."""
+    resumed = 0
+    for tenant_id in each_tenant():
+        pending = AccessRequest.objects.filter(tenant_id=tenant_id, status=RequestStatus.PENDING)
+        if stale_only:
+            stale = timezone.now() - timedelta(seconds=settings.ACCESS_EXPORT_STALE_SECONDS)
+            pending = pending.filter(created_at__lt=stale)
+        for request_id in pending.order_by("created_at").values_list("id", flat=True):
+            build_access_export.delay(str(request_id), tenant_id=tenant_id)
+            resumed += 1
+    return resumed
+
+
 @worker_ready.connect
 def resume_erasures_when_a_worker_starts(**_: object) -> None:
     # A worker that starts may be the one that replaced a crashed worker: resume at once

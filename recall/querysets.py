@@ -76,7 +76,7 @@ class ConversationQuerySet(models.QuerySet):
 
 
 class MessageQuerySet(models.QuerySet):
-    def of_tenant(self, tenant_id: uuid.UUID) -> MessageQuerySet:
+    def of_tenant(self, tenant_id: uuid.UUID | str) -> MessageQuerySet:
         return self.filter(tenant_id=tenant_id)
 
     def recall_readable_by(self, readers: Readers) -> MessageQuerySet:

@@ -12,6 +12,7 @@ from django.utils import timezone
 
 from embeddings.budget import embed_within_budget
 from kindmem.access import Principal, PrincipalKind, readers_for
+from kindmem.background import enqueue_on_commit
 from kindmem.errors import Forbidden, NotFound, ValidationFailed
 from kindmem.holds import assert_not_held
 from kindmem.models import Agent, Project, User
@@ -78,7 +79,8 @@ def conversation_append(
     )
     if embedded.needs_task and indexed:
         ids, tenant = [rows[i].id for i in indexed], str(conversation.tenant_id)
-        transaction.on_commit(lambda: embed_messages.delay(ids, tenant_id=tenant))
+        # a broker that cannot be reached does not fail the write: embed_backlog embeds them
+        enqueue_on_commit(embed_messages, ids, tenant_id=tenant)
     return conversation, rows
 
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -104,6 +104,58 @@ def worker_broker(tmp_path: Path) -> Iterator[Broker]:
 
     with embedded_broker(tmp_path) as started:
         yield started
+
+
+# Port 1 of the loopback: nothing listens there, so a connection is refused at once.
+DEAD_BROKER_URL = "redis://127.0.0.1:1/0"
+
+
+@pytest.fixture
+def dead_broker() -> Iterator[str]:
+    """The Celery app's broker moved to an address where nothing listens, for real: every
+    publish of the test goes through Kombu's connection and its retries, and fails. (Tests
+    outside a transactional database never publish: their transaction never commits.)"""
+    from config.celery import app
+
+    saved = app.conf.broker_url, app._pool, app.amqp._producer_pool
+    app.conf.broker_url = DEAD_BROKER_URL
+    app._pool = app.amqp._producer_pool = None  # the pools of the live broker's connections
+    try:
+        yield DEAD_BROKER_URL
+    finally:  # (the dead broker's pools stay in Kombu's registry, for the next such test)
+        app.conf.broker_url, app._pool, app.amqp._producer_pool = saved
+
+
+# What a request may add while the broker is down: the request publish policy's retries
+# (REQUEST_PUBLISH_RETRY_POLICY, ~0.3 s on a refused connection) and the request's own work on a
+# busy machine. The global publish policy (~4 s, for a broker restart) exceeds it.
+DEAD_BROKER_WITHIN_SECONDS = 2.0
+
+
+def publish_warned(caplog: pytest.LogCaptureFixture, task_name: str, object_id: object) -> bool:
+    """Whether kindmem/background.py warned that it could not queue `task_name` for the id."""
+    return any(
+        r.name == "kindmem.background"
+        and r.levelname == "WARNING"
+        and task_name in r.getMessage()
+        and str(object_id) in r.getMessage()
+        for r in caplog.records
+    )
+
+
+@pytest.fixture
+def eager_tasks() -> Iterator[Callable[[], None]]:
+    """A switch: once called, tasks queued in the test run at once, in this process (a sweep's
+    messages, for a test that runs the sweep itself). Off again when the test ends."""
+    from config.celery import app
+
+    def switch_on() -> None:
+        app.conf.task_always_eager = True
+
+    try:
+        yield switch_on
+    finally:
+        app.conf.task_always_eager = False
 
 
 @pytest.fixture(autouse=True)

@@ -15,8 +15,9 @@ from django.core.management import CommandError, call_command
 from embeddings.providers import EmbeddingFailed, HashingEmbedder
 from facts import services
 from facts.models import EmbeddingState, Revision
-from facts.tasks import embed_revisions
+from facts.tasks import embed_backlog, embed_revisions
 from tests import factories
+from tests.conftest import DEAD_BROKER_WITHIN_SECONDS, publish_warned
 from tests.facts.conftest import Reply, well_formed
 from tests.kindmem.test_worker import _start_worker
 
@@ -29,7 +30,9 @@ HASHING_MODEL = HashingEmbedder.model
 def sent(monkeypatch: pytest.MonkeyPatch) -> list[list[str]]:
     """What the write path queued for `embed_revisions` (on commit)."""
     queued: list[list[str]] = []
-    monkeypatch.setattr(embed_revisions, "delay", lambda ids, tenant_id: queued.append(ids))
+    monkeypatch.setattr(
+        embed_revisions, "apply_async", lambda args, kwargs, **_: queued.append(args[0])
+    )
     return queued
 
 
@@ -294,10 +297,11 @@ def test_a_real_worker_embeds_the_revisions_the_write_path_left_pending(
     settings.EMBED_BUDGET_MS = 0
     tenant = factories.tenant_create()
     admin = factories.admin_key_create(tenant)
-    monkeypatch.setattr(embed_revisions, "delay", lambda ids, tenant_id: None)  # queued below
-    revision = services.fact_create(
-        principal=admin.principal, type="note", content="owns a red bicycle"
-    ).revision
+    with monkeypatch.context() as patched:
+        patched.setattr(embed_revisions, "apply_async", lambda *_, **__: None)  # queued below
+        revision = services.fact_create(
+            principal=admin.principal, type="note", content="owns a red bicycle"
+        ).revision
     assert revision.embedding_state == EmbeddingState.PENDING
     # and a worker process with the hashing embedder
     monkeypatch.setenv("KINDMEM_EMBEDDER", "hashing")
@@ -321,3 +325,29 @@ def test_a_real_worker_embeds_the_revisions_the_write_path_left_pending(
     finally:
         worker.send_signal(signal.SIGTERM)
         worker.wait(timeout=30)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_write_while_the_broker_is_down_answers_201_and_the_backlog_sweep_embeds_it(
+    api, world, settings, dead_broker, caplog
+):
+    # given a write path that leaves every revision to the task, and a broker that is down
+    settings.EMBEDDER = "hashing"
+    settings.EMBED_BUDGET_MS = 0
+    api.raise_request_exception = False
+    # when a fact is written (its transaction commits, then its task's publish fails)
+    started = time.monotonic()
+    response = create(api, world.admin.headers, "keeps bees on the roof")
+    elapsed = time.monotonic() - started
+    # then the write answers as usual, soon, pending, with the failed publish logged
+    assert response.status_code == 201, response.content
+    assert elapsed < DEAD_BROKER_WITHIN_SECONDS
+    assert response.json()["fact"]["embedding_state"] == "pending"
+    revision_id = response.json()["fact"]["revision_id"]
+    assert publish_warned(caplog, "facts.tasks.embed_revisions", revision_id)
+    # and when beat runs the backlog sweep, it embeds the revision
+    assert embed_backlog() == 1
+    revision = Revision.objects.get(pk=revision_id)
+    assert revision.embedding_state == EmbeddingState.DONE
+    assert revision.embedding_model == HASHING_MODEL
+    assert embed_backlog() == 0

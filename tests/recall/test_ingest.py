@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 import uuid
 
 import pytest
@@ -12,7 +13,9 @@ from rest_framework.test import APIClient
 from kindmem.errors import Forbidden
 from kindmem.models import ErasureHold
 from recall.models import Conversation, Message
+from recall.tasks import embed_backlog
 from tests import factories
+from tests.conftest import DEAD_BROKER_WITHIN_SECONDS, publish_warned
 from tests.recall.conftest import messages_post, messages_url
 
 
@@ -197,7 +200,9 @@ def test_a_failing_embedder_stores_the_message_and_leaves_it_for_embed_messages(
 
     sent: list[list[int]] = []
     monkeypatch.setattr(HashingEmbedder, "embed", broken)
-    monkeypatch.setattr(embed_messages, "delay", lambda ids, tenant_id: sent.append(ids))
+    monkeypatch.setattr(
+        embed_messages, "apply_async", lambda args, kwargs, **_: sent.append(args[0])
+    )
     # when the embedder fails on write
     with django_capture_on_commit_callbacks(execute=True):
         response = messages_post(api, run.headers, "conv-1", ("user", "hello"), ("tool", "{}"))
@@ -212,6 +217,31 @@ def test_a_failing_embedder_stores_the_message_and_leaves_it_for_embed_messages(
     assert embed_messages.run([message.id], tenant_id=str(message.tenant_id)) == 0
     message.refresh_from_db()
     assert message.embedding is not None
+
+
+@pytest.mark.django_db(transaction=True)
+def test_messages_sent_while_the_broker_is_down_answer_201_and_the_backlog_sweep_embeds_them(
+    api, run, settings, hashing_embedder, dead_broker, caplog
+):
+    # given a write path that leaves every message to the task, and a broker that is down
+    settings.EMBED_BUDGET_MS = 0
+    api.raise_request_exception = False
+    # when a run appends messages (the transaction commits, then the task's publish fails)
+    started = time.monotonic()
+    response = messages_post(api, run.headers, "conv-1", ("user", "hello"), ("tool", "{}"))
+    elapsed = time.monotonic() - started
+    # then the write answers as usual, soon, unembedded, with the failed publish logged
+    assert response.status_code == 201, response.content
+    assert elapsed < DEAD_BROKER_WITHIN_SECONDS
+    assert [m["embedded"] for m in response.json()["messages"]] == [False, False]
+    message = Message.objects.get(sequence=1)
+    assert publish_warned(caplog, "recall.tasks.embed_messages", message.id)
+    # and when beat runs the backlog sweep, it embeds the message (never the tool's)
+    assert embed_backlog() == 1
+    message.refresh_from_db()
+    assert message.embedding_model == "kindmem-hashing-v1"
+    assert Message.objects.get(sequence=2).embedding is None
+    assert embed_backlog() == 0
 
 
 @pytest.mark.django_db(transaction=True)
