@@ -207,3 +207,20 @@ def test_the_erase_and_export_buttons_fill_in_the_start_forms(api, world):
     export_form = client.get(export.replace("&amp;", "&")).content.decode()
     assert 'value="p-btn"' in erase_form
     assert 'value="p-btn"' in export_form
+
+
+def test_an_officer_follows_a_fact_from_the_person_page_and_that_read_is_audited(api, world):
+    # given a person with facts, and a privacy officer judging them before an erasure
+    _grow(api, world, "p-judge", "zqjudge", 1)
+    client = _signed_in(staff_create(world, "judge", "officer"))
+    html = client.get(person_url("participant", "p-judge")).content.decode()
+    # then each fact on the person page is a link to its page (privacy/0003)
+    links = re.findall(r'href="(/console/facts/fact/[0-9a-f-]{36}/change/)"', html)
+    assert links
+    # and the officer may open it, read only, and the opening is in the person's audit trail
+    page = client.get(links[0])
+    assert page.status_code == 200
+    assert "zqjudge" in page.content.decode()
+    event = AuditEvent.objects.filter(kind="fact", endpoint="GET console fact").get()
+    assert event.subjects == ["participant:p-judge"]
+    assert 'name="_save"' not in page.content.decode()
