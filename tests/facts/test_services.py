@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import threading
-import uuid
 from datetime import timedelta
 from typing import Any
 
@@ -16,7 +15,7 @@ from facts.models import Fact, RetentionPolicy, Revision, WritePolicy
 from facts.retention import RetentionInput
 from facts.scopes import SubjectInput
 from kindmem.errors import Conflict, ErasureInProgress, Forbidden
-from kindmem.models import ErasureHold
+from tests import factories
 
 
 def run_together(*calls: Any) -> list[Any]:
@@ -198,9 +197,7 @@ def test_delete_is_allowed_once_keep_days_have_elapsed(world) -> None:
 @pytest.mark.django_db
 def test_superseding_with_a_held_subject_is_refused_and_writes_nothing(world) -> None:
     created = services.fact_create(principal=world.admin.principal, type="note", content="x")
-    ErasureHold.objects.create(
-        tenant=world.tenant, subject_kind="external", subject_id="crm-1", erasure_id=uuid.uuid4()
-    )
+    factories.hold_create(world.tenant, "external", "crm-1")
     with pytest.raises(ErasureInProgress):
         services.fact_supersede(
             principal=world.admin.principal,
