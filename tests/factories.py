@@ -176,8 +176,9 @@ def write_policy_create(
     fact_type: str = "note",
     *,
     policy: str = WritePolicyKind.CAP_CULL,
-    max_records: int | None = None,
+    max_records: int | None = 5,
 ) -> WritePolicy:
+    """A bounded ring (cap-cull) of `max_records` per scope, unless told another policy."""
     return WritePolicy.objects.create(
         tenant=tenant, fact_type=fact_type, policy=policy, max_records=max_records
     )
