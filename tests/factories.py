@@ -1,13 +1,40 @@
-"""Typed factories for tenants, principals and runs."""
+"""Typed factories for tenants, principals and runs, and for the rows tests build straight in
+the tables (holds, heartbeats, policies, facts, revisions, links, requests)."""
 
 from __future__ import annotations
 
 import itertools
+import uuid
 from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
 
+from django.utils import timezone
+
+from audit.models import AuditPolicy
+from facts.models import (
+    Fact,
+    Link,
+    RetentionPolicy,
+    Revision,
+    SweepReport,
+    WritePolicy,
+    WritePolicyKind,
+)
 from kindmem import services
 from kindmem.access import Principal, PrincipalKind
-from kindmem.models import Agent, ApiKey, Org, Project, Run, Tenant, User
+from kindmem.models import (
+    Agent,
+    ApiKey,
+    ErasureHold,
+    Org,
+    Project,
+    Run,
+    Tenant,
+    User,
+    WorkerHeartbeat,
+)
+from privacy.models import AccessRequest
 
 _seq = itertools.count(1)
 
@@ -115,3 +142,112 @@ def run_create(
         thread_id=thread_id,
     )
     return Minted(run, token)
+
+
+def hold_create(
+    tenant: Tenant,
+    subject_kind: str = "participant",
+    subject_id: str = "participant-1",
+    *,
+    erasure_id: uuid.UUID | str | None = None,
+) -> ErasureHold:
+    """A hold on one person (or conversation), as an erasure in progress leaves it."""
+    return ErasureHold.objects.create(
+        tenant=tenant,
+        subject_kind=subject_kind,
+        subject_id=subject_id,
+        erasure_id=erasure_id or uuid.uuid4(),
+    )
+
+
+def heartbeat_create(hostname: str = "w1", seen_at: datetime | None = None) -> WorkerHeartbeat:
+    """A worker's heartbeat, seen now unless told."""
+    return WorkerHeartbeat.objects.create(hostname=hostname, seen_at=seen_at or timezone.now())
+
+
+def retention_policy_create(
+    tenant: Tenant, fact_type: str = "note", *, keep_days: int | None = None
+) -> RetentionPolicy:
+    return RetentionPolicy.objects.create(tenant=tenant, fact_type=fact_type, keep_days=keep_days)
+
+
+def write_policy_create(
+    tenant: Tenant,
+    fact_type: str = "note",
+    *,
+    policy: str = WritePolicyKind.CAP_CULL,
+    max_records: int | None = 5,
+) -> WritePolicy:
+    """A bounded ring (cap-cull) of `max_records` per scope, unless told another policy."""
+    return WritePolicy.objects.create(
+        tenant=tenant, fact_type=fact_type, policy=policy, max_records=max_records
+    )
+
+
+def audit_policy_create(
+    tenant: Tenant, *, retention_days: int = 365, record_query_text: bool = False
+) -> AuditPolicy:
+    return AuditPolicy.objects.create(
+        tenant=tenant, retention_days=retention_days, record_query_text=record_query_text
+    )
+
+
+def sweep_report_create(
+    tenant: Tenant, kind: str = "expiry", *, count: int = 0, batches: int = 1
+) -> SweepReport:
+    return SweepReport.objects.create(tenant=tenant, kind=kind, count=count, batches=batches)
+
+
+def fact_create(tenant: Tenant, type: str = "note", **fields: Any) -> Fact:
+    """A fact row alone (no revision), straight to the table: `fields` are its scope and
+    slot columns."""
+    return Fact.objects.create(tenant=tenant, type=type, **fields)
+
+
+def revision_create(
+    fact: Fact, *, version: int = 1, content: Any = "a fact", **fields: Any
+) -> Revision:
+    """A revision of `fact`, straight to the table (the API's write core is
+    `facts/revisions.py`): attributed to a service, its hash taken from `content` unless
+    told."""
+    fields.setdefault("content_hash", str(content))
+    fields.setdefault("attributed_kind", "service")
+    fields.setdefault("attributed_id", "test")
+    return Revision.objects.create(
+        tenant_id=fact.tenant_id, fact=fact, version=version, content=content, **fields
+    )
+
+
+def link_create(
+    source: Fact,
+    target: Fact,
+    type: str = "related",
+    *,
+    confidence: float | None = None,
+    created_by: str = "test",
+) -> Link:
+    return Link.objects.create(
+        tenant_id=source.tenant_id,
+        source=source,
+        target=target,
+        type=type,
+        confidence=confidence,
+        created_by=created_by,
+    )
+
+
+def access_request_create(
+    tenant: Tenant,
+    subject_kind: str = "participant",
+    subject_id: str = "participant-1",
+    *,
+    requested_by: str = "admin:test",
+    export_json: dict[str, Any] | None = None,
+) -> AccessRequest:
+    return AccessRequest.objects.create(
+        tenant=tenant,
+        subject_kind=subject_kind,
+        subject_id=subject_id,
+        requested_by=requested_by,
+        export_json=export_json,
+    )

@@ -12,7 +12,7 @@ from django.utils import timezone
 from rest_framework.test import APIClient
 
 from approvals.models import Approval, ApprovalStatus
-from facts.models import Fact, RetentionPolicy, Revision
+from facts.models import Fact, Revision
 from kindmem.subjects import Subject
 from tests import factories
 from tests.approvals.conftest import (
@@ -210,7 +210,7 @@ def test_hole_9_verifying_a_memory_lifts_only_its_unverified_window(
 ):
     # given: a tenant keeping preferences a year, and two memories under that policy, each
     # expiring at the end of its 90-day unverified window (the declaration's keep_days)
-    RetentionPolicy.objects.create(tenant=world.tenant, fact_type="preference", keep_days=365)
+    factories.retention_policy_create(world.tenant, "preference", keep_days=365)
     pending = remember_pending(api, agent_run, "Always greet her by name.")
     plain = remember(api, agent_run, text="Prefers tea.").json()
     for memory in (pending, plain):

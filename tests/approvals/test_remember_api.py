@@ -17,7 +17,6 @@ from rest_framework.test import APIClient
 from approvals.models import Approval, ApprovalStatus
 from facts import slots as remember_module
 from facts.models import Fact, Revision
-from kindmem.models import ErasureHold
 from tests import factories
 from tests.approvals.conftest import declare, remember
 
@@ -274,12 +273,7 @@ def test_only_a_run_token_may_remember(api, world, agent_run):
 
 
 def test_nothing_lands_for_a_person_whose_erasure_runs(api, world, agent_run):
-    ErasureHold.objects.create(
-        tenant=world.tenant,
-        subject_kind="participant",
-        subject_id="participant-1",
-        erasure_id="00000000-0000-0000-0000-000000000001",
-    )
+    factories.hold_create(world.tenant, "participant", "participant-1")
     response = remember(api, agent_run, text="Prefers tea.")
     assert response.status_code == 409
     assert response.json()["code"] == "erasure-in-progress"

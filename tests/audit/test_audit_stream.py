@@ -9,9 +9,10 @@ import pytest
 from django.db import connection, transaction
 from django.utils import timezone
 
-from audit.models import AuditEvent, AuditPolicy
+from audit.models import AuditEvent
 from audit.services import AuditNote, audit_purge, audit_record, audit_subject_scrub
 from kindmem.subjects import Subject
+from tests import factories
 
 
 def record(principal, *, phase="read", subjects=(), ids=(), snapshot=None, outcome="success"):
@@ -81,13 +82,13 @@ def test_bad_filters_are_validation_errors(api, world):
 def test_query_text_is_kept_only_when_the_tenant_allows_it(world):
     snapshot = {"mode": "keyword", "query": "ann's allergies", "top_k": 5}
     assert "query" not in record(world.app.principal, snapshot=snapshot).query_snapshot
-    AuditPolicy.objects.create(tenant=world.tenant, record_query_text=True)
+    factories.audit_policy_create(world.tenant, record_query_text=True)
     kept = record(world.app.principal, snapshot=snapshot)
     assert kept.query_snapshot["query"] == "ann's allergies"
 
 
 def test_scrubbing_a_subject_keeps_that_the_access_happened(world):
-    AuditPolicy.objects.create(tenant=world.tenant, record_query_text=True)
+    factories.audit_policy_create(world.tenant, record_query_text=True)
     event = record(
         world.app.principal,
         subjects=[("participant", "ann"), ("participant", "bob")],
@@ -104,7 +105,7 @@ def test_scrubbing_a_subject_keeps_that_the_access_happened(world):
 
 
 def test_purge_deletes_only_events_past_their_tenants_retention(world, other_world):
-    AuditPolicy.objects.create(tenant=world.tenant, retention_days=7)
+    factories.audit_policy_create(world.tenant, retention_days=7)
     old = record(world.app.principal)
     old_other = record(other_world.app.principal)
     fresh = record(world.app.principal)

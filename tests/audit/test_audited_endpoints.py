@@ -11,7 +11,6 @@ from django.db import connection
 from audit.models import AuditEvent
 from audit.services import AuditNote, audit_record
 from facts.models import Revision
-from kindmem.models import ErasureHold
 from tests import factories
 from tests.approvals.conftest import declare, remember, reviewer_create
 
@@ -59,12 +58,7 @@ def test_a_refused_write_records_a_failure_with_its_code_and_writes_nothing(api,
 
 
 def test_a_write_for_a_held_person_records_erasure_in_progress(api, world):
-    ErasureHold.objects.create(
-        tenant=world.tenant,
-        subject_kind="participant",
-        subject_id="p-1",
-        erasure_id=world.tenant.id,
-    )
+    factories.hold_create(world.tenant, "participant", "p-1")
     assert fact_create(api, world.app).status_code == 409
     assert only_event().error_code == "erasure-in-progress"
 

@@ -9,8 +9,6 @@ from typing import Any
 from django.contrib.auth.models import Group
 from rest_framework.test import APIClient
 
-from audit.models import AuditPolicy
-from facts.models import RetentionPolicy, SweepReport, WritePolicy, WritePolicyKind
 from kindmem.models import User
 from privacy import services as privacy
 from privacy.permissions import PRIVACY_OFFICER_GROUP
@@ -94,12 +92,10 @@ def populate(api: APIClient, world: Any, marker: str) -> Populated:
     )
     # audit events (reads), policies, a sweep report
     api.get("/v1/facts", **world.app.headers)
-    RetentionPolicy.objects.create(tenant=tenant, fact_type="preference", keep_days=30)
-    WritePolicy.objects.create(
-        tenant=tenant, fact_type="note", policy=WritePolicyKind.CAP_CULL, max_records=5
-    )
-    AuditPolicy.objects.create(tenant=tenant, retention_days=100)
-    SweepReport.objects.create(tenant=tenant, kind="expiry", count=3, batches=1)
+    factories.retention_policy_create(tenant, "preference", keep_days=30)
+    factories.write_policy_create(tenant, max_records=5)
+    factories.audit_policy_create(tenant, retention_days=100)
+    factories.sweep_report_create(tenant, count=3)
     # an erasure (and its hold) and a built access request
     privacy.erasure_start(
         tenant_id=tenant.id,

@@ -15,8 +15,9 @@ from typing import Any
 import pytest
 
 from embeddings.providers import DIMENSIONS
-from facts.models import Fact, Revision, Subject
+from facts.models import Revision, Subject
 from facts.provenance import content_hash
+from tests import factories
 
 
 def vector_for(text: str, dimensions: int = DIMENSIONS) -> list[float]:
@@ -122,15 +123,11 @@ def fact_insert(
         if k in fields
     }
     fields.setdefault("type", "note")
-    fact = Fact.objects.create(tenant=tenant, **fields)
-    revision = Revision.objects.create(
-        tenant=tenant,
-        fact=fact,
-        version=1,
+    fact = factories.fact_create(tenant, **fields)
+    revision = factories.revision_create(
+        fact,
         content=content,
         content_hash=content_hash(content, None, None),
-        attributed_kind="service",
-        attributed_id="test",
         search_text=str(content),
         **revision_fields,
     )

@@ -284,9 +284,7 @@ def test_a_subject_under_erasure_hides_the_fact(containers: Containers) -> None:
     # given: a tenant-wide fact about an external person, whose erasure is running
     c = containers
     revision = fact_insert(c.tenant, subjects=(("external", "crm-42"),))
-    ErasureHold.objects.create(
-        tenant=c.tenant, subject_kind="external", subject_id="crm-42", erasure_id=uuid.uuid4()
-    )
+    factories.hold_create(c.tenant, "external", "crm-42")
 
     # when: even a tenant admin reads
     got = Revision.objects.of_tenant(c.tenant.id).live().readable_by(Readers(all=True))

@@ -9,7 +9,6 @@ from datetime import timedelta
 import pytest
 
 from facts.models import Fact, Link, Revision, Subject
-from kindmem.models import ErasureHold
 from tests import factories
 from tests.facts.conftest import create, participant_scope
 
@@ -116,9 +115,7 @@ def test_keep_days_sets_the_expiry_from_the_first_write(api, world) -> None:
 
 def test_a_write_for_a_person_under_erasure_is_refused_and_writes_nothing(api, world) -> None:
     # given: an erasure in progress for participant p-1
-    ErasureHold.objects.create(
-        tenant=world.tenant, subject_kind="participant", subject_id="p-1", erasure_id=uuid.uuid4()
-    )
+    factories.hold_create(world.tenant, "participant", "p-1")
 
     # when: an app writes a fact about p-1
     response = create(api, world.app, scope=participant_scope(world, "p-1"))
@@ -132,9 +129,7 @@ def test_a_write_for_a_person_under_erasure_is_refused_and_writes_nothing(api, w
 
 def test_a_held_persons_facts_read_as_nothing(api, world) -> None:
     fact = create(api, world.app, scope=participant_scope(world, "p-1")).json()["fact"]
-    ErasureHold.objects.create(
-        tenant=world.tenant, subject_kind="participant", subject_id="p-1", erasure_id=uuid.uuid4()
-    )
+    factories.hold_create(world.tenant, "participant", "p-1")
     assert api.get(f"/v1/facts/{fact['id']}", **world.admin.headers).status_code == 404
     assert api.get("/v1/facts", **world.admin.headers).json()["facts"] == []
 

@@ -8,7 +8,8 @@ from django.utils import timezone
 from pgvector.django import CosineDistance
 
 from embeddings.providers import HashingEmbedder
-from facts.models import Fact, Link, Revision
+from facts.models import Revision
+from tests import factories
 from tests.facts.conftest import fact_insert
 
 pytestmark = pytest.mark.django_db
@@ -82,7 +83,7 @@ def test_a_participant_fact_names_its_project(world) -> None:
         pytest.raises(IntegrityError, match="fact_participant_requires_project"),
         transaction.atomic(),
     ):
-        Fact.objects.create(tenant=world.tenant, type="note", participant_id="p-1")
+        factories.fact_create(world.tenant, participant_id="p-1")
 
 
 def test_valid_from_comes_before_valid_until(world) -> None:
@@ -98,14 +99,7 @@ def test_valid_from_comes_before_valid_until(world) -> None:
 def test_a_link_confidence_lies_between_0_and_1(world, confidence) -> None:
     a, b = fact_insert(world.tenant), fact_insert(world.tenant)
     with pytest.raises(IntegrityError, match="link_confidence_0_to_1"), transaction.atomic():
-        Link.objects.create(
-            tenant=world.tenant,
-            source_id=a.fact_id,
-            target_id=b.fact_id,
-            type="related",
-            confidence=confidence,
-            created_by="t",
-        )
+        factories.link_create(a.fact, b.fact, confidence=confidence)
 
 
 def test_the_generated_tsvector_finds_a_revision_by_its_words(world) -> None:

@@ -12,7 +12,6 @@ from django.utils import timezone
 
 from facts import sweeps
 from facts.models import Revision
-from kindmem.models import ErasureHold
 from tests import factories
 
 pytestmark = pytest.mark.django_db
@@ -209,9 +208,7 @@ def test_hole_7_a_fact_whose_current_subject_is_held_shows_no_history(api, world
         **world.admin.headers,
     )
     assert response.status_code == 201, response.json()
-    ErasureHold.objects.create(
-        tenant=world.tenant, subject_kind="external", subject_id="bob", erasure_id=uuid.uuid4()
-    )
+    factories.hold_create(world.tenant, "external", "bob")
 
     # when / then: the fact reads as nothing, its older revision about Ann included
     history = api.get(f"/v1/facts/{fact['id']}/revisions", **world.admin.headers)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import threading
-import uuid
 from datetime import timedelta
 from typing import Any
 
@@ -12,11 +11,11 @@ from django.db import connection
 from django.utils import timezone
 
 from facts import services
-from facts.models import Fact, RetentionPolicy, Revision, WritePolicy
+from facts.models import Fact, Revision
 from facts.retention import RetentionInput
 from facts.scopes import SubjectInput
 from kindmem.errors import Conflict, ErasureInProgress, Forbidden
-from kindmem.models import ErasureHold
+from tests import factories
 
 
 def run_together(*calls: Any) -> list[Any]:
@@ -125,7 +124,7 @@ def test_hole_9_verify_keeps_the_keep_days_expiry_of_the_facts_retention(world) 
 @pytest.mark.django_db
 def test_hole_9_verify_keeps_the_keep_days_expiry_of_the_tenant_policy(world) -> None:
     # given: a tenant keeping notes 7 days, and a note written under that policy
-    RetentionPolicy.objects.create(tenant=world.tenant, fact_type="note", keep_days=7)
+    factories.retention_policy_create(world.tenant, keep_days=7)
     created = services.fact_create(principal=world.admin.principal, type="note", content="x")
     first_write = created.revision.fact.created_at
 
@@ -164,7 +163,7 @@ def test_an_app_may_not_verify(world) -> None:
 
 @pytest.mark.django_db
 def test_the_tenant_policy_sets_retention_and_the_fact_override_wins(world) -> None:
-    RetentionPolicy.objects.create(tenant=world.tenant, fact_type="note", keep_days=7)
+    factories.retention_policy_create(world.tenant, keep_days=7)
     by_policy = services.fact_create(principal=world.admin.principal, type="note", content="a")
     overridden = services.fact_create(
         principal=world.admin.principal,
@@ -198,9 +197,7 @@ def test_delete_is_allowed_once_keep_days_have_elapsed(world) -> None:
 @pytest.mark.django_db
 def test_superseding_with_a_held_subject_is_refused_and_writes_nothing(world) -> None:
     created = services.fact_create(principal=world.admin.principal, type="note", content="x")
-    ErasureHold.objects.create(
-        tenant=world.tenant, subject_kind="external", subject_id="crm-1", erasure_id=uuid.uuid4()
-    )
+    factories.hold_create(world.tenant, "external", "crm-1")
     with pytest.raises(ErasureInProgress):
         services.fact_supersede(
             principal=world.admin.principal,
@@ -227,9 +224,7 @@ def test_a_user_key_writes_as_the_user(world) -> None:
 @pytest.mark.django_db
 def test_a_bounded_ring_evicts_the_oldest_past_its_cap(world) -> None:
     # given: notes of this tenant are a ring of two per scope
-    WritePolicy.objects.create(
-        tenant=world.tenant, fact_type="turn", policy="cap-cull", max_records=2
-    )
+    factories.write_policy_create(world.tenant, "turn", max_records=2)
     admin = world.admin.principal
 
     # when: three turns are written into one scope, and one elsewhere
@@ -247,9 +242,7 @@ def test_a_bounded_ring_evicts_the_oldest_past_its_cap(world) -> None:
 
 @pytest.mark.django_db
 def test_a_bounded_ring_keeps_equal_contents_as_separate_records(world) -> None:
-    WritePolicy.objects.create(
-        tenant=world.tenant, fact_type="turn", policy="cap-cull", max_records=5
-    )
+    factories.write_policy_create(world.tenant, "turn", max_records=5)
     for _ in range(2):
         services.fact_create(principal=world.admin.principal, type="turn", content="hi")
     assert Revision.objects.live().count() == 2

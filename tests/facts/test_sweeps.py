@@ -9,6 +9,7 @@ from django.utils import timezone
 
 from facts import sweeps
 from facts.models import Fact, Link, Revision, SweepKind, SweepReport
+from tests import factories
 from tests.facts.conftest import fact_insert
 
 pytestmark = pytest.mark.django_db
@@ -74,18 +75,8 @@ def test_the_purge_deletes_ended_facts_after_the_delay_but_never_held_or_kept(wo
     Revision.objects.filter(pk=live.pk).update(
         invalidated_at=long_ago, invalidation_reason="superseded", invalidated_by="x"
     )
-    Revision.objects.create(
-        tenant=world.tenant,
-        fact=live.fact,
-        version=2,
-        content="now",
-        content_hash="h",
-        attributed_kind="service",
-        attributed_id="t",
-    )
-    Link.objects.create(
-        tenant=world.tenant, source=gone[0].fact, target=live.fact, type="t", created_by="t"
-    )
+    factories.revision_create(live.fact, version=2, content="now")
+    factories.link_create(gone[0].fact, live.fact, "t")
     # when the purge runs, two rows per batch
     counts = sweeps.purge(limit=2)
     # then only the ended, unheld, unkept revisions past the delay are gone, with their facts

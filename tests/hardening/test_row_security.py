@@ -7,7 +7,6 @@ as production's web and worker processes are (kindmem/row_security.py).
 
 from __future__ import annotations
 
-import uuid
 from typing import Any
 
 import pytest
@@ -20,8 +19,9 @@ from hypothesis import strategies as st
 from config.durability import login_problems
 from facts import views as fact_views
 from facts.models import Fact, Revision
-from kindmem.models import Org, Tenant
+from kindmem.models import Org
 from kindmem.row_security import tenant_context
+from tests import factories
 
 pytestmark = pytest.mark.django_db
 
@@ -158,8 +158,8 @@ def test_an_unknown_credential_enters_no_tenant(api, world) -> None:
 def test_the_sql_wall_equals_the_python_reference(db, owners: list[int]) -> None:
     # given: facts spread over three tenants as hypothesis chooses
     with transaction.atomic():
-        tenants = [Tenant.objects.create(name=f"t-{uuid.uuid4()}") for _ in range(3)]
-        facts = [Fact.objects.create(tenant=tenants[i], type="note") for i in owners]
+        tenants = [factories.tenant_create() for _ in range(3)]
+        facts = [factories.fact_create(tenants[i]) for i in owners]
         for tenant in [*tenants, None]:
             # when: each tenant (and none) lists every fact with no filter at all
             with tenant_context(tenant.id if tenant else None):

@@ -7,6 +7,7 @@ from datetime import timedelta
 from django.utils import timezone
 
 from kindmem.models import WorkerHeartbeat
+from tests import factories
 
 
 def test_healthz_reports_database_with_pgvector_and_broker(client, db):
@@ -21,7 +22,7 @@ def test_healthz_reports_database_with_pgvector_and_broker(client, db):
 
 
 def test_healthz_is_ok_with_a_fresh_heartbeat(client, db):
-    WorkerHeartbeat.objects.create(hostname="w1", seen_at=timezone.now())
+    factories.heartbeat_create()
     body = client.get("/healthz").json()
     assert body["status"] == "ok"
     assert body["checks"]["background"]["ok"] is True
@@ -30,9 +31,8 @@ def test_healthz_is_ok_with_a_fresh_heartbeat(client, db):
 
 def test_healthz_is_degraded_not_down_when_the_heartbeat_is_stale(client, db, settings):
     # given a worker last seen past the stale age
-    WorkerHeartbeat.objects.create(
-        hostname="w1",
-        seen_at=timezone.now() - timedelta(seconds=settings.HEARTBEAT_STALE_SECONDS + 5),
+    factories.heartbeat_create(
+        seen_at=timezone.now() - timedelta(seconds=settings.HEARTBEAT_STALE_SECONDS + 5)
     )
     # when the web is asked
     response = client.get("/healthz")
@@ -49,7 +49,7 @@ def test_healthz_is_degraded_not_down_when_the_heartbeat_is_stale(client, db, se
 def test_healthz_is_degraded_not_down_when_the_broker_is_unreachable(client, db):
     from config.celery import app
 
-    WorkerHeartbeat.objects.create(hostname="w1", seen_at=timezone.now())
+    factories.heartbeat_create()
     original = app.conf.broker_url
     app.conf.broker_url = "redis://127.0.0.1:1/0"
     try:
@@ -64,7 +64,7 @@ def test_healthz_is_degraded_not_down_when_the_broker_is_unreachable(client, db)
 def test_healthz_reports_the_supervisors_processes(client, db, settings, tmp_path):
     # given a `kindmem run` (this process stands for it) whose worker died and is restarting
     settings.DATA_DIR = tmp_path
-    WorkerHeartbeat.objects.create(hostname="w1", seen_at=timezone.now())
+    factories.heartbeat_create()
     child = {"running": True, "pid": 1, "restarts": 0, "last_exit": None, "last_exit_at": None}
     dead = {**child, "running": False, "restarts": 2, "last_exit": "was killed by SIGKILL"}
     (tmp_path / "supervisor.json").write_text(
@@ -87,15 +87,12 @@ def test_healthz_reports_the_supervisors_processes(client, db, settings, tmp_pat
 
 def test_the_console_front_page_says_background_work_is_degraded(client, db, settings):
     # given staff, and a worker last seen past the stale age
-    from tests import factories
-
     staff = factories.user_create(factories.tenant_create())
     staff.is_staff = True
     staff.save()
     client.force_login(staff)
-    WorkerHeartbeat.objects.create(
-        hostname="w1",
-        seen_at=timezone.now() - timedelta(seconds=settings.HEARTBEAT_STALE_SECONDS + 5),
+    factories.heartbeat_create(
+        seen_at=timezone.now() - timedelta(seconds=settings.HEARTBEAT_STALE_SECONDS + 5)
     )
     # when the front page is opened, then it says so, with the heartbeat's age
     page = client.get("/console/").content.decode()

@@ -14,7 +14,6 @@ from facts import services
 from facts.models import Revision
 from kindmem import prepared
 from kindmem.access import Readers
-from kindmem.models import Project
 from tests import factories
 
 pytestmark = pytest.mark.django_db
@@ -68,7 +67,7 @@ def test_one_shape_serves_every_reader_of_it_with_its_own_rows(world) -> None:
 def test_ids_equal_across_reader_fields_are_a_shape_of_their_own(world) -> None:
     # given: an app's readers (its project in project_ids and in on_behalf_of_project_ids) and
     # a reader whose two sets name different projects
-    other = Project.objects.create(tenant=world.tenant, org=world.org, name="other")
+    other = factories.project_create(world.tenant, world.org, name="other")
     wide = note(world.admin.principal, "project-wide", {"project_id": str(world.project.id)})
     person = note(
         world.admin.principal,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from kindmem.models import ErasureHold, Run
+from kindmem.models import Run
 from tests import factories
 
 pytestmark = pytest.mark.django_db
@@ -160,9 +160,7 @@ def test_hole_3_a_thread_fact_names_its_project(api, world):
 def test_hole_13_no_run_is_minted_for_a_person_under_erasure(api, world, kind, body):
     # given an erasure in progress for the person (or the conversation)
     held_id = body.get("thread_id") or body["participant_id"]
-    ErasureHold.objects.create(
-        tenant=world.tenant, subject_kind=kind, subject_id=held_id, erasure_id=world.tenant.id
-    )
+    factories.hold_create(world.tenant, kind, held_id)
     # when a run is minted for them
     response = _mint(api, world.app, world, **body)
     # then it is refused and nothing is minted
@@ -172,12 +170,7 @@ def test_hole_13_no_run_is_minted_for_a_person_under_erasure(api, world, kind, b
 
 
 def test_hole_13_no_run_is_minted_for_a_kindgi_user_under_erasure(api, world):
-    ErasureHold.objects.create(
-        tenant=world.tenant,
-        subject_kind="user",
-        subject_id=str(world.user.id),
-        erasure_id=world.tenant.id,
-    )
+    factories.hold_create(world.tenant, "user", str(world.user.id))
     response = _mint(api, world.user_key, world)
     assert response.status_code == 409, response.json()
 
@@ -193,12 +186,7 @@ def test_hole_13_a_held_persons_run_log_reads_as_nothing(api, world):
     )
     assert logged.status_code == 201
     # when the person's erasure is accepted
-    ErasureHold.objects.create(
-        tenant=world.tenant,
-        subject_kind="participant",
-        subject_id="held-p",
-        erasure_id=world.tenant.id,
-    )
+    factories.hold_create(world.tenant, "participant", "held-p")
     # then no credential reads the log, and nothing more is appended
     for headers in (world.app.headers, world.admin.headers, minted.headers):
         response = api.get(f"/v1/runs/{minted.run.id}/log", **headers)

@@ -15,6 +15,7 @@ from privacy.erasure import erasure_run
 from privacy.models import AccessRequest, ErasureRequest, RequestStatus
 from privacy.permissions import PRIVACY_OFFICER_GROUP
 from privacy.tasks import build_access_export
+from tests import factories
 from tests.conftest import console_login
 from tests.privacy.conftest import plant_person
 
@@ -126,9 +127,7 @@ def test_an_officer_downloads_an_export_from_the_console_through_an_audited_link
 
 @pytest.mark.django_db
 def test_the_sweep_reports_are_listed_in_the_console(admin_client, world):
-    from facts.models import SweepReport
-
-    SweepReport.objects.create(tenant=world.tenant, kind="expiry", count=7, batches=1)
+    factories.sweep_report_create(world.tenant, count=7)
     page = admin_client.get(reverse("admin:facts_sweepreport_changelist"))
     assert page.status_code == 200
     assert world.tenant.name in page.content.decode()

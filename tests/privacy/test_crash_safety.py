@@ -25,7 +25,7 @@ from django.urls import reverse
 from audit.models import Outcome, Phase
 from audit.services import AuditNote, audit_record
 from kindmem.models import Run
-from privacy.models import AccessRequest, ErasureRequest, RequestStatus
+from privacy.models import ErasureRequest, RequestStatus
 from privacy.services import erasure_start
 from runlog.verify import verify_run
 from tests import factories
@@ -100,11 +100,10 @@ def test_an_erasure_completes_with_zero_residue_under_repeated_sigkill(world, ap
         world, "participant-alice-crash", "zqcrashalice", facts=12, messages=40, entries=3, runs=4
     )
     bob = plant_person(world, "participant-bob-crash", "zqcrashbob", facts=2, messages=3)
-    AccessRequest.objects.create(
-        tenant=world.tenant,
-        subject_kind="participant",
-        subject_id=alice.participant_id,
-        requested_by="admin:test",
+    factories.access_request_create(
+        world.tenant,
+        "participant",
+        alice.participant_id,
         export_json={"text": f"{alice.marker} exported"},
     )
     with transaction.atomic():  # someone read alice's facts, with a query naming her

@@ -9,11 +9,12 @@ from facts.services import fact_create
 from kindmem.errors import ErasureInProgress
 from kindmem.models import ErasureHold, Run
 from privacy.erasure import erasure_run
-from privacy.models import AccessRequest, ErasureRequest, RequestStatus
+from privacy.models import ErasureRequest, RequestStatus
 from privacy.services import erasure_start
 from recall.models import Conversation, Message
 from runlog.models import LogEntry
 from runlog.verify import verify_run
+from tests import factories
 from tests.privacy.conftest import plant_person, residue_scan
 
 pytestmark = pytest.mark.django_db
@@ -33,12 +34,7 @@ def test_erasing_a_participant_leaves_no_residue_and_keeps_the_other_person(worl
     # given two people in the same project, each with facts, messages and log entries
     alice = plant_person(world, "participant-alice-q7", "zqalice", facts=3, messages=5, entries=3)
     bob = plant_person(world, "participant-bob-q7", "zqbob", facts=2, messages=2, entries=2)
-    AccessRequest.objects.create(
-        tenant=world.tenant,
-        subject_kind="participant",
-        subject_id=alice.participant_id,
-        requested_by="admin:test",
-    )
+    factories.access_request_create(world.tenant, "participant", alice.participant_id)
     # when alice is erased, three rows per batch
     request = _start(world, "participant", alice.participant_id)
     done = erasure_run(erasure_id=request.id, limit=3)
@@ -73,7 +69,6 @@ def test_erasing_a_participant_leaves_no_residue_and_keeps_the_other_person(worl
 
 def test_messages_data_and_a_cleared_conversation_are_erased_too(world):
     from recall.services import ConversationStart, NewMessage, conversation_append, messages_delete
-    from tests import factories
 
     # given an agent framework's session of alice's: items kept as data, and a second
     # conversation of hers that was cleared (empty, but naming her)

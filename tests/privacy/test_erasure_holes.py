@@ -150,9 +150,7 @@ def test_hole_15_a_stored_invalid_erasure_fails_and_lifts_its_hold(world):
         requested_by="admin:test",
         status=RequestStatus.RUNNING,
     )
-    ErasureHold.objects.create(
-        tenant=world.tenant, subject_kind="user", subject_id="not-a-uuid", erasure_id=request.id
-    )
+    factories.hold_create(world.tenant, "user", "not-a-uuid", erasure_id=request.id)
     # when a worker resumes it
     assert erasure_run(erasure_id=request.id) is None
     # then it failed once and for all, and the hold is gone

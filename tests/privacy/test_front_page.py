@@ -10,7 +10,6 @@ from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
 
-from kindmem.models import WorkerHeartbeat
 from privacy.services import Actor, access_request_start, erasure_start
 from tests import factories
 from tests.approvals.conftest import declare, remember
@@ -96,9 +95,7 @@ def test_a_privacy_officer_sees_open_requests_and_the_start_buttons(api, world):
 
 def test_an_admin_sees_the_health_and_every_table(api, world):
     # given a worker that beat a minute ago, and a tenant superuser
-    from django.utils import timezone
-
-    WorkerHeartbeat.objects.create(hostname="w1", seen_at=timezone.now())
+    factories.heartbeat_create()
     page = _page(staff_create(world, "fp", "superuser"))
     # then the health panel says the worker is alive, and the tables are listed
     assert "1 alive" in page

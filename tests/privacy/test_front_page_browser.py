@@ -8,7 +8,6 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from kindmem.models import WorkerHeartbeat
 from privacy.erasure import erasure_run
 from privacy.models import ErasureRequest
 from privacy.services import Actor, access_request_start, erasure_start
@@ -47,7 +46,7 @@ def _world_with_work(api, world) -> None:
         subject_kind="participant",
         subject_id="p-fp",
     )
-    WorkerHeartbeat.objects.create(hostname="worker-1", seen_at=timezone.now())
+    factories.heartbeat_create("worker-1")
     _history(api, world)
 
 

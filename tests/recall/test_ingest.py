@@ -4,14 +4,12 @@ from __future__ import annotations
 
 import threading
 import time
-import uuid
 
 import pytest
 from django.db import connection
 from rest_framework.test import APIClient
 
 from kindmem.errors import Forbidden
-from kindmem.models import ErasureHold
 from recall.models import Conversation, Message
 from recall.tasks import embed_backlog
 from tests import factories
@@ -162,12 +160,7 @@ def test_writing_for_a_held_person_is_refused_and_writes_nothing(api, world, kin
         minted = factories.run_create(
             world.app, world.project, participant_id="cust-1", thread_id="conv-1"
         )
-    ErasureHold.objects.create(
-        tenant=world.tenant,
-        subject_kind=kind,
-        subject_id=subject or str(world.user.id),
-        erasure_id=uuid.uuid4(),
-    )
+    factories.hold_create(world.tenant, kind, subject or str(world.user.id))
     # when the run appends
     response = messages_post(api, minted.headers, "conv-1", ("user", "hello"))
     # then it is refused, and not even the conversation was created

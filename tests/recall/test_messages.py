@@ -7,13 +7,10 @@ order with each message's `data` as written, the last item taken back, the histo
 
 from __future__ import annotations
 
-import uuid
-
 import pytest
 from django.urls import reverse
 
 from audit.models import AuditEvent
-from kindmem.models import ErasureHold
 from recall.models import Conversation, Message
 from tests import factories
 from tests.conftest import AUDIT_QUERIES, TENANT_QUERIES
@@ -208,12 +205,7 @@ def test_while_an_erasure_holds_the_person_reads_find_nothing_and_deletes_are_re
     api, world, run
 ):
     messages_post(api, run.headers, "conv-1", ("user", "a"))
-    ErasureHold.objects.create(
-        tenant=world.tenant,
-        subject_kind="participant",
-        subject_id="cust-1",
-        erasure_id=uuid.uuid4(),
-    )
+    factories.hold_create(world.tenant, "participant", "cust-1")
     assert api.get(messages_url("conv-1"), **world.app.headers).status_code == 404
     for response in (
         api.delete(messages_url("conv-1"), **world.app.headers),

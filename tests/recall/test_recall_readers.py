@@ -3,11 +3,8 @@ recall guard) and held persons' messages."""
 
 from __future__ import annotations
 
-import uuid
-
 import pytest
 
-from kindmem.models import ErasureHold
 from tests import factories
 from tests.recall.conftest import BOT, conversation_create, recall, texts
 
@@ -82,9 +79,7 @@ def test_the_same_thread_id_in_two_tenants_is_two_conversations(api, world, othe
 
 @pytest.mark.parametrize(("kind", "subject"), [("participant", "cust-2"), ("conversation", "c3")])
 def test_messages_of_held_persons_are_never_recalled(api, world, history, kind, subject):
-    ErasureHold.objects.create(
-        tenant=world.tenant, subject_kind=kind, subject_id=subject, erasure_id=uuid.uuid4()
-    )
+    factories.hold_create(world.tenant, kind, subject)
     response = recall(
         api, world.admin.headers, selections=BOT, mode="keyword", query="refund", top_k=10
     )
@@ -93,11 +88,6 @@ def test_messages_of_held_persons_are_never_recalled(api, world, history, kind, 
 
 def test_messages_of_a_held_kindgi_user_are_never_recalled(api, world):
     conversation_create(world, "u", ("user", "my own chat"), user=world.user)
-    ErasureHold.objects.create(
-        tenant=world.tenant,
-        subject_kind="user",
-        subject_id=str(world.user.id),
-        erasure_id=uuid.uuid4(),
-    )
+    factories.hold_create(world.tenant, "user", str(world.user.id))
     response = recall(api, world.admin.headers, selections=BOT, mode="list", top_k=10)
     assert texts(response) == []

@@ -110,14 +110,8 @@ def test_an_oversized_payload_is_refused(api, minted, settings):
 
 
 def test_an_append_during_an_erasure_is_a_409(api, world, minted):
-    from kindmem.models import ErasureHold
 
-    ErasureHold.objects.create(
-        tenant=world.tenant,
-        subject_kind="participant",
-        subject_id="participant-1",
-        erasure_id=uuid.uuid4(),
-    )
+    factories.hold_create(world.tenant, "participant", "participant-1")
     response = api.post(
         log_url(minted.run.id), {"kind": "turn", "payload": {}}, format="json", **minted.headers
     )

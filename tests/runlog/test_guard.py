@@ -31,6 +31,8 @@ def pool(world):
     other_user = factories.user_create(world.tenant)
     projects = [world.project, second]
     users = [None, world.user, other_user]
+    # Built straight in the table, not minted (factories.run_create): minting refuses a run
+    # for both an end user and a Kindgi user, and the guard must be right for every row.
     runs = []
     for n, (project, participant, user, thread) in enumerate(
         itertools.product(projects, PARTICIPANTS, users, THREADS)

@@ -8,7 +8,6 @@ import pytest
 from django.test import override_settings
 
 from kindmem.errors import ErasureInProgress, ValidationFailed
-from kindmem.models import ErasureHold
 from runlog import chain
 from runlog.chain import GENESIS_HASH
 from runlog.models import LogEntry
@@ -133,12 +132,7 @@ def test_append_is_refused_while_an_erasure_holds_the_runs_person_or_thread(
         minted = factories.run_create(world.app, world.project, user=world.user)
     else:
         minted = factories.run_create(world.app, world.project)
-    ErasureHold.objects.create(
-        tenant=world.tenant,
-        subject_kind=subject_kind,
-        subject_id=subject_id or str(world.user.id),
-        erasure_id=uuid.uuid4(),
-    )
+    factories.hold_create(world.tenant, subject_kind, subject_id or str(world.user.id))
 
     # when the agent appends, then it is refused and nothing is written
     with pytest.raises(ErasureInProgress):
