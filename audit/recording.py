@@ -20,6 +20,7 @@ from audit.models import Outcome, Phase
 from audit.services import AuditNote, audit_record
 from kindmem.access import Principal
 from kindmem.row_security import tenant_context
+from kindmem.transactions import request_atomic
 
 logger = logging.getLogger(__name__)
 
@@ -37,7 +38,7 @@ class AuditedView(APIView):
             return super().dispatch(request, *args, **kwargs)
         self.audit = AuditNote(phase=phase, kind=self.audit_kind)
         try:
-            with transaction.atomic():
+            with request_atomic():  # services inside need no savepoint (kindmem/transactions.py)
                 response = self._dispatch_and_record(request, *args, **kwargs)
         except Exception:
             # A bug (a 500): the work is rolled back; the attempt is still on record, unless

@@ -59,6 +59,7 @@ from kindmem.access import Principal, PrincipalKind, Readers, readers_for
 from kindmem.errors import Conflict, Forbidden, InvalidFact, RetentionViolation
 from kindmem.holds import assert_not_held
 from kindmem.threads import thread_check_fact
+from kindmem.transactions import service_atomic
 
 
 class Outcome(StrEnum):
@@ -119,7 +120,7 @@ def _adds_to(
     return bool(set(tags) - set(current.fact.tags))
 
 
-@transaction.atomic
+@service_atomic
 def fact_create(
     *,
     principal: Principal,
@@ -257,7 +258,7 @@ def _readable_fact(inputs: tuple[Any, Readers]) -> Any:
     return Fact.objects.filter(pk=fact_id).readable_by(readers).only("pk")[:1]
 
 
-@transaction.atomic
+@service_atomic
 def fact_supersede(
     *,
     principal: Principal,
@@ -368,7 +369,7 @@ def can_verify(principal: Principal) -> bool:
     return principal.kind in {PrincipalKind.ADMIN, PrincipalKind.USER}
 
 
-@transaction.atomic
+@service_atomic
 def fact_verify(
     *,
     principal: Principal,
@@ -421,7 +422,7 @@ def fact_verify(
     return WriteResult(revision, Outcome.VERIFIED)
 
 
-@transaction.atomic
+@service_atomic
 def fact_delete(*, principal: Principal, fact_id: uuid.UUID | str) -> Revision:
     """Invalidate the current revision (`deleted`): no read returns the fact afterwards, and
     its history stays. Refused with `retention-violation` while a legal hold, a future
