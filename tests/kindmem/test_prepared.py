@@ -218,3 +218,32 @@ def test_a_value_inside_a_parameter_built_from_it_is_never_reused(world, lookup)
     assert [r.pk for r in prepared.fetch("t-built", matching, "green tea")] == [revision.pk]
     assert prepared.fetch("t-built", matching, "black coffee") == []
     assert compiled("t-built") == [None]
+
+
+def projects_of(tenant_id: Any) -> Any:
+    return Project.objects.filter(tenant_id=tenant_id).order_by("id")
+
+
+def test_a_read_fetched_ahead_is_taken_from_there_once(world) -> None:
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    tenant_id = world.tenant.id
+    ahead = prepared.Query("projects-ahead", projects_of, tenant_id)
+    expected = list(projects_of(tenant_id))
+
+    with CaptureQueriesContext(connection) as captured, prepared.fetched_ahead(ahead):
+        # given: one read ahead (one statement)
+        read_ahead = len(captured)
+        # when: the code asks for it, then asks again, then asks something unforeseen
+        first = prepared.fetch("projects-ahead", projects_of, tenant_id)
+        after_first = len(captured)
+        second = prepared.fetch("projects-ahead", projects_of, tenant_id)
+        other = prepared.fetch("projects-ahead", projects_of, uuid.uuid4())
+
+    # then: the first ask took the rows read ahead; the second and the unforeseen one read
+    assert read_ahead == 1
+    assert after_first == 1
+    assert len(captured) == 3
+    assert [p.id for p in first] == [p.id for p in second] == [p.id for p in expected]
+    assert other == []
