@@ -44,6 +44,7 @@ from facts.retention import (
 from facts.review_queue import review_open
 from facts.review_reasons import Finding
 from facts.revisions import (
+    Checked,
     Draft,
     Verification,
     check_expected,
@@ -212,14 +213,15 @@ def fact_create(
         embedded = embed_for_write(content)  # before this write takes any lock
         now = timezone.now()
         fact.created_at = now
-        fact.save(force_insert=True)
-        # The writer may only write where it could read: the same SQL guard as every read.
-        if not prepared.fetch("fact-create-readable", _readable_fact, (fact.pk, readers)):
-            raise Forbidden(
-                "This credential may not write into that scope.", details={"scope": resolved}
-            )
         reasons, findings = agent_review(principal, fact, content)
         kept = Retention.of_policy(tenant_id, type).overridden_by(retention)
+        # The writer may only write where it could read: the same SQL guard as every read, on
+        # the fact as written. Read in the round trip that writes the fact, its revision and
+        # subjects (after them); a refusal undoes all three (this service's savepoint, or the
+        # request's rollback: kindmem/transactions.py).
+        readable = Checked(
+            prepared.Query("fact-create-readable", _readable_fact, (fact.pk, readers))
+        )
         revision = write_revision(
             fact=fact,
             version=1,
@@ -240,7 +242,13 @@ def fact_create(
             review=Review.PENDING if reasons else None,
             embedded=embedded,
             now=now,
+            new_fact=True,
+            checked=readable,
         )
+        if not readable.rows:
+            raise Forbidden(
+                "This credential may not write into that scope.", details={"scope": resolved}
+            )
         if cap is not None:
             cap_cull(fact, cap, by=f"policy:{WritePolicyKind.CAP_CULL.value}", now=now)
         return _queued(principal, WriteResult(revision, Outcome.CREATED), reasons, findings)

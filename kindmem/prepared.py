@@ -30,7 +30,7 @@ import secrets
 import threading
 import uuid
 from collections import OrderedDict
-from collections.abc import Callable, Hashable, Iterator
+from collections.abc import Callable, Hashable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -520,3 +520,91 @@ def forget() -> None:
     """Drop every compiled shape (tests that change what a query compiles to)."""
     with _lock:
         _templates.clear()
+
+
+def insert_together(*groups: Sequence[Model], then: Query | None = None) -> list[Any]:
+    """INSERT each group of new instances (one model a group, its rows in one statement), in
+    order, then read `then`'s rows: all in one round trip (one message, as `fetch_together`),
+    the rows a group's INSERT returns (an auto primary key, a generated column) set on its
+    instances as `save(force_insert=True)` and `bulk_create` set them; `then` is planned after
+    the INSERTs have run, so it reads them. Returns `then`'s rows (as `fetch` gives them).
+
+    No signal is sent: a model with a `pre_save` or `post_save` receiver goes through the ORM,
+    as does everything with server-side binding."""
+    lists = [list(g) for g in groups if g]
+    planned = [_insert_statement(g) for g in lists]
+    server_side = connection.settings_dict["OPTIONS"].get("server_side_binding") is True
+    if server_side or any(p is None for p in planned):
+        for group in lists:  # as the ORM writes them: `save` for one, `bulk_create` for more
+            if len(group) == 1:
+                group[0].save(force_insert=True)
+            else:
+                type(group[0])._base_manager.bulk_create(group)
+        return fetch(then.key, then.build, then.inputs) if then is not None else []
+    inserts = [p for p in planned if p is not None]
+    template, values = _template(then) if then is not None else (None, [])
+    statements = [sql for sql, _, _ in inserts]
+    params = [param for _, ps, _ in inserts for param in ps]
+    if isinstance(template, _Template):
+        statements.append(template.sql)
+        params.extend(template.bound(values))
+    rows: list[Any] | None = None
+    with connection.cursor() as cursor:
+        cursor.execute(";\n".join(statements), params)
+        for group, (_, _, compiler) in zip(lists, inserts, strict=True):
+            if compiler.returning_fields:
+                _set_returned(group, compiler, cursor.fetchall())
+            for obj in group:
+                obj._state.adding = False
+                obj._state.db = connection.alias
+            cursor.nextset()
+        if isinstance(template, _Template):
+            rows = template.models(cursor.fetchall())
+    if then is None:
+        return []
+    # a shape the ORM answers without SQL, or one that is not reused: read now, after them
+    return rows if rows is not None else fetch(then.key, then.build, then.inputs)
+
+
+def _insert_statement(group: list[Model]) -> tuple[str, list[Any], Any] | None:
+    """The one INSERT of `group` (SQL, parameters, its compiler), as `bulk_create` and `save`
+    compile it; None when it is not one statement or a receiver must see it saved."""
+    from django.db.models import signals
+    from django.db.models.sql import InsertQuery
+
+    model = type(group[0])
+    if signals.pre_save.has_listeners(model) or signals.post_save.has_listeners(model):
+        return None
+    meta = model._meta
+    for obj in group:
+        obj._prepare_related_fields_for_save(operation_name="save")  # type: ignore[attr-defined]
+        if obj.pk is None and meta.pk is not meta.auto_field:
+            setattr(obj, meta.pk.attname, meta.pk.get_pk_value_on_save(obj))
+    pk_set = all(obj.pk is not None for obj in group)
+    if not pk_set and any(obj.pk is not None for obj in group):
+        return None  # bulk_create splits such a batch in two
+    fields = [
+        f
+        for f in meta.local_concrete_fields
+        if not f.generated and (pk_set or f is not meta.auto_field)
+    ]
+    query = InsertQuery(model)
+    query.insert_values(fields, group, raw=False)
+    compiler = query.get_compiler(using=connection.alias)
+    compiler.returning_fields = meta.db_returning_fields
+    statements = compiler.as_sql()
+    if len(statements) != 1:
+        return None
+    [(sql, params)] = statements
+    return sql, list(params), compiler
+
+
+def _set_returned(group: list[Model], compiler: Any, rows: list[tuple[Any, ...]]) -> None:
+    fields = compiler.returning_fields
+    columns = [f.get_col(type(group[0])._meta.db_table) for f in fields]
+    converters = compiler.get_converters(columns)
+    if converters:
+        rows = list(compiler.apply_converters(rows, converters))
+    for obj, row in zip(group, rows, strict=True):
+        for field, value in zip(fields, row, strict=True):
+            setattr(obj, field.attname, value)
