@@ -84,6 +84,7 @@ class FactSearchView(AuditedView):
     audit_kind = "fact"
     audit_phases: ClassVar[dict[str, str]] = {"POST": "retrieve"}
     reads_only = True  # a POST for its body, not a write: the write throttle leaves it alone
+    reads_in_autocommit = True  # it writes nothing but its event (AuditedView)
 
     @extend_schema(
         request=FactSearchInput,
