@@ -9,6 +9,7 @@ recorded here (they change nothing).
 from __future__ import annotations
 
 import logging
+from contextlib import nullcontext
 from typing import Any, ClassVar
 
 from django.db import transaction
@@ -20,6 +21,7 @@ from audit.models import Outcome, Phase
 from audit.services import AuditNote, audit_record
 from kindmem.access import Principal
 from kindmem.row_security import tenant_context
+from kindmem.transactions import request_atomic
 
 logger = logging.getLogger(__name__)
 
@@ -30,14 +32,27 @@ class AuditedView(APIView):
 
     audit_kind: ClassVar[str] = "fact"
     audit_phases: ClassVar[dict[str, str]] = {}
+    # A view whose reads (phases read and retrieve) write nothing but their event may run them
+    # without a transaction of their own (autocommit): a BEGIN and a COMMIT fewer. Each of
+    # their statements is then its own transaction. The event still exists exactly when the
+    # read is answered: it is the read's last statement, committed when it returns (its
+    # advisory lock held until that commit, as in a transaction: audit_record), and an error in
+    # it, as any before it, is a 500 with the failure on record instead of the answer. A read
+    # under READ COMMITTED takes a snapshot per statement inside a transaction too, so its
+    # rows are the same. A view that writes anything else in a read leaves this off.
+    reads_in_autocommit: ClassVar[bool] = False
 
     def dispatch(self, request: Any, *args: Any, **kwargs: Any) -> HttpResponseBase:
         phase = self.audit_phases.get(request.method or "")
         if phase is None:
             return super().dispatch(request, *args, **kwargs)
         self.audit = AuditNote(phase=phase, kind=self.audit_kind)
+        self._in_transaction = not (
+            self.reads_in_autocommit and phase in {Phase.READ, Phase.RETRIEVE}
+        )
         try:
-            with transaction.atomic():
+            # services inside need no savepoint (kindmem/transactions.py)
+            with request_atomic() if self._in_transaction else nullcontext():
                 response = self._dispatch_and_record(request, *args, **kwargs)
         except Exception:
             # A bug (a 500): the work is rolled back; the attempt is still on record, unless
@@ -56,7 +71,8 @@ class AuditedView(APIView):
         response = super().dispatch(request, *args, **kwargs)
         principal = self._principal()
         if response.status_code >= 400:
-            transaction.set_rollback(True)
+            if self._in_transaction:
+                transaction.set_rollback(True)
         elif principal is not None:
             audit_record(
                 principal=principal,

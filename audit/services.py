@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
-from django.db import connection, transaction
+from django.db import connection
 from django.db.models import F, Func, TextField, Value
 from django.db.models.functions import Cast, Now
 from django.utils import timezone
@@ -106,9 +106,10 @@ def audit_record(
     columns = [f for f in AuditEvent._meta.concrete_fields if not f.primary_key]
     values = [f.get_db_prep_save(getattr(event, f.attname), connection) for f in columns]
     snapshot = next(i for i, f in enumerate(columns) if f.name == "query_snapshot")
-    # savepoint=False: inside the view's transaction this adds no SAVEPOINT round trips; on
-    # its own it opens the transaction that holds the advisory lock until commit.
-    with transaction.atomic(savepoint=False), connection.cursor() as cursor:
+    # Inside the caller's transaction no SAVEPOINT round trips; in autocommit the one statement
+    # is a transaction of its own, which holds the advisory lock until it commits (as BEGIN and
+    # COMMIT around it would, two round trips more).
+    with connection.cursor() as cursor:
         # One statement, one round trip: the lock (taken before the insert draws its `seq`,
         # the CTE being read first), the tenant's query-text policy (without it the snapshot
         # keeps no query text), and for a read an asynchronous commit. A read's transaction

@@ -139,9 +139,11 @@ DATABASE_LOGIN = env_choice("KINDMEM_DATABASE_LOGIN", "migration", {"migration",
 # A process keeps its database connections between requests (seconds; 0 closes each one when
 # its request ends): a new one costs a server process, its login and the session's set-up on
 # every request, more than the rest of a search's SQL. Before its first statement in a request
-# a kept connection is checked (one `SELECT 1`), so one the server dropped meanwhile (a restart)
-# is replaced instead of failing that request. Row security's session settings are cleared when
-# each request ends (kindmem/row_security.py), so a kept connection carries nothing over.
+# a kept connection is checked (its socket polled, and a `SELECT 1` when the server sent
+# anything or it idled over 5 s: config/postgresql_backend), so one the server dropped meanwhile
+# (a restart) is replaced instead of failing that request. Row security's session settings are
+# cleared when each request ends (kindmem/row_security.py), so a kept connection carries nothing
+# over.
 DATABASE_CONN_MAX_AGE = env_int("KINDMEM_DATABASE_CONN_MAX_AGE", 600)
 if EMBEDDED_DATABASE:
     # Loading these settings starts nothing: the backend starts (or joins) the embedded server
@@ -173,6 +175,9 @@ else:
     )
     if _app_login["ENGINE"] != "django.db.backends.postgresql":
         raise ImproperlyConfigured("DATABASE_URL must name a PostgreSQL database (with pgvector)")
+    # Django's backend, its check of a kept connection without a round trip when the connection
+    # is plainly alive (config/postgresql_backend/base.py)
+    _app_login["ENGINE"] = _migration_login["ENGINE"] = "config.postgresql_backend"
 KINDMEM_APP_ROLE = _app_login["USER"]
 DATABASES = {"default": _app_login if DATABASE_LOGIN == "app" else _migration_login}
 

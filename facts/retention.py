@@ -7,9 +7,24 @@ import uuid
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+from django.db.models import QuerySet
+
 from facts.models import Fact, InvalidationReason, RetentionPolicy, Revision
 from facts.scopes import SCOPE_KEYS
+from kindmem import prepared
 from kindmem.errors import Conflict
+
+
+def retention_policy_query(tenant_id: uuid.UUID, fact_type: str) -> prepared.Query:
+    """The read `Retention.of_policy` makes, for a write that reads it ahead with others."""
+    return prepared.Query("retention-policy", _retention_policy, (tenant_id, fact_type))
+
+
+def _retention_policy(asked: tuple[uuid.UUID, str]) -> QuerySet[RetentionPolicy]:
+    tenant_id, fact_type = asked
+    return RetentionPolicy.objects.filter(tenant_id=tenant_id, fact_type=fact_type).order_by("pk")[
+        :1
+    ]
 
 
 @dataclass(frozen=True)
@@ -33,8 +48,9 @@ class Retention:
     @classmethod
     def of_policy(cls, tenant_id: uuid.UUID, fact_type: str) -> Retention:
         """The tenant's policy for the type (none: kept until deleted)."""
-        policy = RetentionPolicy.objects.filter(tenant_id=tenant_id, fact_type=fact_type).first()
-        return cls(policy.keep_days, None, policy.legal_hold) if policy else cls()
+        query = retention_policy_query(tenant_id, fact_type)
+        found = prepared.fetch(query.key, query.build, query.inputs)
+        return cls(found[0].keep_days, None, found[0].legal_hold) if found else cls()
 
     @classmethod
     def of_revision(cls, revision: Revision) -> Retention:

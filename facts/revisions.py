@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -22,6 +22,7 @@ from facts.provenance import Attribution, content_hash, search_text_of
 from facts.retention import Retention
 from facts.scopes import SubjectInput
 from facts.tasks import embed_revisions
+from kindmem import prepared
 from kindmem.access import Principal, Readers, readers_for
 from kindmem.background import enqueue_on_commit
 from kindmem.errors import Conflict, EmbeddingUnavailable, FactNotFound
@@ -39,6 +40,14 @@ class Draft:
     caused_by_log_id: Sequence[str] = ()
     step_id: str | None = None
     tool_call_id: str | None = None
+
+
+@dataclass
+class Checked:
+    """A read sent with a write, planned after it has run (`write_revision`), and its rows."""
+
+    query: prepared.Query
+    rows: list[Any] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -81,11 +90,15 @@ def write_revision(
     trust: str | None = None,
     verified: Verification | None = None,
     review: str | None = None,
+    new_fact: bool = False,
+    checked: Checked | None = None,
 ) -> Revision:
-    """Insert one revision of `fact` with its subjects; a revision the write could not embed
-    is queued for `embed_revisions` when the transaction commits."""
+    """Insert one revision of `fact` with its subjects, in one round trip; with `new_fact`,
+    `fact` itself first, and with `checked`, its query read after them in the same round trip
+    (its rows in `checked.rows`). A revision the write could not embed is queued for
+    `embed_revisions` when the transaction commits."""
     vector = embedded.vectors[0] if embedded.vectors else None
-    revision = Revision.objects.create(
+    revision = Revision(
         tenant_id=fact.tenant_id,
         fact=fact,
         version=version,
@@ -117,22 +130,21 @@ def write_revision(
         embedding_model=embedded.model if vector is not None else None,
         embedding_state=EmbeddingState(embedded.state.value),
     )
+    rows = [
+        Subject(
+            tenant_id=fact.tenant_id, revision=revision, fact=fact, kind=s.kind, subject_id=s.id
+        )
+        for s in {(s.kind, s.id): s for s in subjects}.values()
+    ]
+    groups = ([fact],) if new_fact else ()
+    then = checked.query if checked is not None else None
+    read = prepared.insert_together(*groups, [revision], rows, then=then)
+    if checked is not None:
+        checked.rows = read
     if embedded.needs_task:
         revision_id, tenant = str(revision.pk), str(fact.tenant_id)
         # a broker that cannot be reached does not fail the write: embed_backlog embeds it
         enqueue_on_commit(embed_revisions, [revision_id], tenant_id=tenant)
-    Subject.objects.bulk_create(
-        [
-            Subject(
-                tenant_id=fact.tenant_id,
-                revision=revision,
-                fact=fact,
-                kind=s.kind,
-                subject_id=s.id,
-            )
-            for s in {(s.kind, s.id): s for s in subjects}.values()
-        ]
-    )
     return revision
 
 

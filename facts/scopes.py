@@ -3,12 +3,16 @@ default subjects, and the persons a write concerns (for holds)."""
 
 from __future__ import annotations
 
+import functools
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from django.db.models import QuerySet
+
 from facts.models import Fact, FactSubjectKind
+from kindmem import prepared
 from kindmem.errors import InvalidFact
 from kindmem.models import Org, Project, User
 from kindmem.subjects import Subject, persons_of
@@ -34,13 +38,8 @@ def resolve_scope(tenant_id: uuid.UUID, scope: Mapping[str, Any]) -> dict[str, s
     resolved: dict[str, Any] = {
         k: (str(v) if v not in (None, "") else None) for k, v in scope.items()
     }
-    models: dict[str, type[Org] | type[Project] | type[User]] = {
-        "org_id": Org,
-        "project_id": Project,
-        "user_id": User,
-    }
     found: dict[str, Any] = {}
-    for key, model in models.items():
+    for key in _CONTAINERS:
         value = resolved.get(key)
         if value is None:
             continue
@@ -48,7 +47,7 @@ def resolve_scope(tenant_id: uuid.UUID, scope: Mapping[str, Any]) -> dict[str, s
             ident = uuid.UUID(value)
         except ValueError:
             raise InvalidFact(details={f"scope.{key}": ["Not a UUID."]}) from None
-        obj = model.objects.filter(tenant_id=tenant_id, id=ident).first()
+        [obj] = prepared.fetch(*_container_query(tenant_id, key, ident)) or [None]
         if obj is None:
             raise InvalidFact(details={f"scope.{key}": ["No such container in this tenant."]})
         found[key] = obj
@@ -63,6 +62,42 @@ def resolve_scope(tenant_id: uuid.UUID, scope: Mapping[str, Any]) -> dict[str, s
             raise InvalidFact(details={"scope.org_id": ["Not the project's org."]})
         resolved["org_id"] = str(project.org_id)
     return {key: resolved.get(key) for key in SCOPE_KEYS}
+
+
+_CONTAINERS: dict[str, type[Org] | type[Project] | type[User]] = {
+    "org_id": Org,
+    "project_id": Project,
+    "user_id": User,
+}
+
+
+def _container_query(tenant_id: uuid.UUID, key: str, ident: uuid.UUID) -> tuple[Any, ...]:
+    return (f"scope-{key}", _container(_CONTAINERS[key]), (tenant_id, ident))
+
+
+@functools.cache
+def _container(model: type[Org] | type[Project] | type[User]) -> Callable[[Any], QuerySet]:
+    def build(asked: tuple[uuid.UUID, uuid.UUID]) -> QuerySet:
+        tenant_id, ident = asked
+        return model.objects.filter(tenant_id=tenant_id, id=ident).order_by("pk")[:1]
+
+    return build
+
+
+def scope_queries(tenant_id: uuid.UUID, scope: Mapping[str, Any]) -> list[prepared.Query]:
+    """The reads `resolve_scope` makes for `scope` (its containers), for a write that reads
+    them ahead with others; none for a value `resolve_scope` refuses before reading."""
+    queries = []
+    for key in _CONTAINERS:
+        value = scope.get(key)
+        if value in (None, ""):
+            continue
+        try:
+            ident = uuid.UUID(str(value))
+        except ValueError:
+            continue
+        queries.append(prepared.Query(*_container_query(tenant_id, key, ident)))
+    return queries
 
 
 def default_subjects(scope: Mapping[str, Any]) -> list[SubjectInput]:

@@ -39,10 +39,12 @@ from facts.retention import (
     cap_cull,
     invalidate,
     retention_forbids_delete,
+    retention_policy_query,
 )
 from facts.review_queue import review_open
 from facts.review_reasons import Finding
 from facts.revisions import (
+    Checked,
     Draft,
     Verification,
     check_expected,
@@ -53,12 +55,20 @@ from facts.revisions import (
     subjects_of,
     write_revision,
 )
-from facts.scopes import SubjectInput, default_subjects, persons_of_write, resolve_scope
+from facts.scopes import (
+    SCOPE_KEYS,
+    SubjectInput,
+    default_subjects,
+    persons_of_write,
+    resolve_scope,
+    scope_queries,
+)
 from kindmem import prepared
-from kindmem.access import Principal, PrincipalKind, Readers, readers_for
-from kindmem.errors import Conflict, Forbidden, InvalidFact, RetentionViolation
-from kindmem.holds import assert_not_held
+from kindmem.access import Principal, PrincipalKind, Readers, readers_for, readers_queries
+from kindmem.errors import Conflict, Forbidden, InvalidFact, RetentionViolation, ValidationFailed
+from kindmem.holds import assert_not_held, holds_query
 from kindmem.threads import thread_check_fact
+from kindmem.transactions import service_atomic
 
 
 class Outcome(StrEnum):
@@ -119,7 +129,7 @@ def _adds_to(
     return bool(set(tags) - set(current.fact.tags))
 
 
-@transaction.atomic
+@service_atomic
 def fact_create(
     *,
     principal: Principal,
@@ -152,86 +162,136 @@ def fact_create(
     the run step that wrote it (provenance), for callers that know it.
     """
     tenant_id = principal.tenant_id
-    resolved = resolve_scope(tenant_id, scope or {})
-    _check_validity(valid_from, valid_until)
-    given_subjects = list(subjects) if subjects is not None else None
-    subjects = given_subjects if given_subjects is not None else default_subjects(resolved)
-    fact = Fact(tenant_id=tenant_id, type=type, key=key, tags=sorted(set(tags)), **resolved)
-    assert_not_held(tenant_id, persons_of_write(fact, subjects))
-    if fact.thread_id:
-        thread_check_fact(
-            tenant_id=tenant_id,
-            thread_id=fact.thread_id,
-            project_id=fact.project_id,
-            participant_id=fact.participant_id,
-            user_id=fact.user_id,
-        )
+    # Every read this write makes before it writes that depends only on the request, in one
+    # round trip (`_create_reads`); the code below takes each where it reads it, in turn
+    with prepared.fetched_ahead(*_create_reads(principal, type, scope or {}, subjects)):
+        resolved = resolve_scope(tenant_id, scope or {})
+        _check_validity(valid_from, valid_until)
+        given_subjects = list(subjects) if subjects is not None else None
+        subjects = given_subjects if given_subjects is not None else default_subjects(resolved)
+        fact = Fact(tenant_id=tenant_id, type=type, key=key, tags=sorted(set(tags)), **resolved)
+        assert_not_held(tenant_id, persons_of_write(fact, subjects))
+        if fact.thread_id:
+            thread_check_fact(
+                tenant_id=tenant_id,
+                thread_id=fact.thread_id,
+                project_id=fact.project_id,
+                participant_id=fact.participant_id,
+                user_id=fact.user_id,
+            )
 
-    hash_ = content_hash(content, valid_from, valid_until)
-    same = {f"fact__{k}": v for k, v in resolved.items()}
-    readers = readers_for(principal)
-    policy = WritePolicy.objects.filter(tenant_id=tenant_id, fact_type=type).first()
-    cap = policy.max_records if policy and policy.policy == WritePolicyKind.CAP_CULL else None
-    # Last-write-wins types dedup scope-wide by content; a bounded ring dedups per entity
-    # only (the 003 seed): two equal turns of a conversation are two records.
-    asked = (tenant_id, type, key, hash_, same, readers, timezone.now())
-    existing = None if cap is not None else _first(prepared.fetch("fact-same", _same, asked))
-    if existing is not None:
-        if not _adds_to(
-            existing, subjects=given_subjects, retention=retention, source=source, tags=tags
-        ):
-            return WriteResult(existing, Outcome.UNCHANGED)
-        # The same content with something new about it (a legal hold, tags, subjects, a
-        # source): never dropped. Revisions are immutable, so it is the fact's next revision.
-        return fact_supersede(
-            principal=principal,
-            fact_id=existing.fact_id,
-            content=content,
-            subjects=given_subjects,
-            valid_from=valid_from,
-            valid_until=valid_until,
-            observed_at=observed_at,
-            retention=retention,
-            source=source,
-            caused_by_log_id=caused_by_log_id,
-            tags=tags,
-        )
+        hash_ = content_hash(content, valid_from, valid_until)
+        same = {f"fact__{k}": v for k, v in resolved.items()}
+        readers = readers_for(principal)
+        policy = _first(prepared.fetch(*_fields(_write_policy_query(tenant_id, type))))
+        cap = policy.max_records if policy and policy.policy == WritePolicyKind.CAP_CULL else None
+        # Last-write-wins types dedup scope-wide by content; a bounded ring dedups per entity
+        # only (the 003 seed): two equal turns of a conversation are two records.
+        asked = (tenant_id, type, key, hash_, same, readers, timezone.now())
+        existing = None if cap is not None else _first(prepared.fetch("fact-same", _same, asked))
+        if existing is not None:
+            if not _adds_to(
+                existing, subjects=given_subjects, retention=retention, source=source, tags=tags
+            ):
+                return WriteResult(existing, Outcome.UNCHANGED)
+            # The same content with something new about it (a legal hold, tags, subjects, a
+            # source): never dropped. Revisions are immutable, so it is the fact's next revision.
+            return fact_supersede(
+                principal=principal,
+                fact_id=existing.fact_id,
+                content=content,
+                subjects=given_subjects,
+                valid_from=valid_from,
+                valid_until=valid_until,
+                observed_at=observed_at,
+                retention=retention,
+                source=source,
+                caused_by_log_id=caused_by_log_id,
+                tags=tags,
+            )
 
-    embedded = embed_for_write(content)  # before this write takes any lock
-    now = timezone.now()
-    fact.created_at = now
-    fact.save(force_insert=True)
-    # The writer may only write where it could read: the same SQL guard as every read.
-    if not prepared.fetch("fact-create-readable", _readable_fact, (fact.pk, readers)):
-        raise Forbidden(
-            "This credential may not write into that scope.", details={"scope": resolved}
+        embedded = embed_for_write(content)  # before this write takes any lock
+        now = timezone.now()
+        fact.created_at = now
+        reasons, findings = agent_review(principal, fact, content)
+        kept = Retention.of_policy(tenant_id, type).overridden_by(retention)
+        # The writer may only write where it could read: the same SQL guard as every read, on
+        # the fact as written. Read in the round trip that writes the fact, its revision and
+        # subjects (after them); a refusal undoes all three (this service's savepoint, or the
+        # request's rollback: kindmem/transactions.py).
+        readable = Checked(
+            prepared.Query("fact-create-readable", _readable_fact, (fact.pk, readers))
         )
-    reasons, findings = agent_review(principal, fact, content)
-    kept = Retention.of_policy(tenant_id, type).overridden_by(retention)
-    revision = write_revision(
-        fact=fact,
-        version=1,
-        draft=Draft(
-            content=content,
-            valid_from=valid_from,
-            valid_until=valid_until,
-            observed_at=observed_at,
-            source=source,
-            caused_by_log_id=caused_by_log_id,
-            step_id=step_id,
-            tool_call_id=tool_call_id,
-        ),
-        who=attribution_of(principal),
-        subjects=subjects,
-        retention=kept,
-        expires_at=kept.expires_at(now),
-        review=Review.PENDING if reasons else None,
-        embedded=embedded,
-        now=now,
-    )
-    if cap is not None:
-        cap_cull(fact, cap, by=f"policy:{WritePolicyKind.CAP_CULL.value}", now=now)
-    return _queued(principal, WriteResult(revision, Outcome.CREATED), reasons, findings)
+        revision = write_revision(
+            fact=fact,
+            version=1,
+            draft=Draft(
+                content=content,
+                valid_from=valid_from,
+                valid_until=valid_until,
+                observed_at=observed_at,
+                source=source,
+                caused_by_log_id=caused_by_log_id,
+                step_id=step_id,
+                tool_call_id=tool_call_id,
+            ),
+            who=attribution_of(principal),
+            subjects=subjects,
+            retention=kept,
+            expires_at=kept.expires_at(now),
+            review=Review.PENDING if reasons else None,
+            embedded=embedded,
+            now=now,
+            new_fact=True,
+            checked=readable,
+        )
+        if not readable.rows:
+            raise Forbidden(
+                "This credential may not write into that scope.", details={"scope": resolved}
+            )
+        if cap is not None:
+            cap_cull(fact, cap, by=f"policy:{WritePolicyKind.CAP_CULL.value}", now=now)
+        return _queued(principal, WriteResult(revision, Outcome.CREATED), reasons, findings)
+
+
+def _create_reads(
+    principal: Principal,
+    type: str,
+    scope: Mapping[str, Any],
+    subjects: Sequence[SubjectInput] | None,
+) -> list[prepared.Query]:
+    """What `fact_create` reads before it writes, from the request alone: the scope's
+    containers, the writer's readers, the type's write and retention policies, the erasure holds
+    of the persons the write is about. A request `fact_create` refuses before one of these reads
+    has read a little more; one whose persons cannot be told yet (a bad subject) reads its holds
+    in turn, as before."""
+    tenant_id = principal.tenant_id
+    reads = [
+        *scope_queries(tenant_id, scope),
+        *readers_queries(principal),
+        _write_policy_query(tenant_id, type),
+        retention_policy_query(tenant_id, type),
+    ]
+    if set(scope) <= set(SCOPE_KEYS):
+        values = {k: (str(v) if v not in (None, "") else None) for k, v in scope.items()}
+        fact = Fact(**{k: values.get(k) for k in ("participant_id", "user_id", "thread_id")})
+        try:
+            given = subjects if subjects is not None else default_subjects(values)
+            persons = persons_of_write(fact, given)
+        except ValidationFailed:  # refused in turn by `fact_create`, as before
+            persons = []
+        if (holds := holds_query(tenant_id, persons)) is not None:
+            reads.append(holds)
+    return reads
+
+
+def _write_policy_query(tenant_id: uuid.UUID, type: str) -> prepared.Query:
+    return prepared.Query("write-policy", _write_policy, (tenant_id, type))
+
+
+def _write_policy(asked: tuple[uuid.UUID, str]) -> Any:
+    tenant_id, type = asked
+    return WritePolicy.objects.filter(tenant_id=tenant_id, fact_type=type).order_by("pk")[:1]
 
 
 # fact_create's two guarded reads, compiled once per reader shape (kindmem.prepared).
@@ -248,6 +308,10 @@ def _same(inputs: tuple[Any, ...]) -> Any:
     )
 
 
+def _fields(query: prepared.Query) -> tuple[Any, ...]:
+    return (query.key, query.build, query.inputs)
+
+
 def _first(rows: list[Any]) -> Any:
     return rows[0] if rows else None
 
@@ -257,7 +321,7 @@ def _readable_fact(inputs: tuple[Any, Readers]) -> Any:
     return Fact.objects.filter(pk=fact_id).readable_by(readers).only("pk")[:1]
 
 
-@transaction.atomic
+@service_atomic
 def fact_supersede(
     *,
     principal: Principal,
@@ -368,7 +432,7 @@ def can_verify(principal: Principal) -> bool:
     return principal.kind in {PrincipalKind.ADMIN, PrincipalKind.USER}
 
 
-@transaction.atomic
+@service_atomic
 def fact_verify(
     *,
     principal: Principal,
@@ -421,7 +485,7 @@ def fact_verify(
     return WriteResult(revision, Outcome.VERIFIED)
 
 
-@transaction.atomic
+@service_atomic
 def fact_delete(*, principal: Principal, fact_id: uuid.UUID | str) -> Revision:
     """Invalidate the current revision (`deleted`): no read returns the fact afterwards, and
     its history stays. Refused with `retention-violation` while a legal hold, a future

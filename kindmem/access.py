@@ -89,19 +89,17 @@ def readers_for(principal: Principal) -> Readers:
     if principal.kind == PrincipalKind.USER:
         user = principal.user
         assert user is not None
-        asked = (principal.tenant_id, user.pk)
-        projects = [(p.id, p.org_id) for p in prepared.fetch("readers-user", _user_projects, asked)]
-        org_ids = {o.id for o in prepared.fetch("readers-user-orgs", _user_orgs, asked)}
+        user_projects, user_orgs = readers_queries(principal)
+        projects = [(p.id, p.org_id) for p in _fetch(user_projects)]
+        org_ids = {o.id for o in _fetch(user_orgs)}
         return Readers(
             project_ids=_ids(p for p, _ in projects),
             org_ids=_ids(org_ids | {o for _, o in projects}),
             user_ids=_ids([user.id]),
         )
     if principal.kind == PrincipalKind.APP:
-        key = principal.api_key
-        assert key is not None
-        asked = (principal.tenant_id, key.pk)
-        projects = [(p.id, p.org_id) for p in prepared.fetch("readers-app", _key_projects, asked)]
+        [key_projects] = readers_queries(principal)
+        projects = [(p.id, p.org_id) for p in _fetch(key_projects)]
         project_ids = _ids(p for p, _ in projects)
         return Readers(
             project_ids=project_ids,
@@ -109,6 +107,30 @@ def readers_for(principal: Principal) -> Readers:
             on_behalf_of_project_ids=project_ids,
         )
     raise ValueError(f"unknown principal kind {principal.kind!r}")
+
+
+def readers_queries(principal: Principal) -> tuple[prepared.Query, ...]:
+    """The reads `readers_for` makes for `principal` (none for an admin key or a run), for a
+    caller that reads them ahead with others (`prepared.fetched_ahead`)."""
+    if principal.kind == PrincipalKind.USER:
+        assert principal.user is not None
+        asked = (principal.tenant_id, principal.user.pk)
+        return (
+            prepared.Query("readers-user", _user_projects, asked),
+            prepared.Query("readers-user-orgs", _user_orgs, asked),
+        )
+    if principal.kind == PrincipalKind.APP:
+        assert principal.api_key is not None
+        return (
+            prepared.Query(
+                "readers-app", _key_projects, (principal.tenant_id, principal.api_key.pk)
+            ),
+        )
+    return ()
+
+
+def _fetch(query: prepared.Query) -> list[Any]:
+    return prepared.fetch(query.key, query.build, query.inputs)
 
 
 # A key's or a user's containers, read on every request of theirs: compiled once

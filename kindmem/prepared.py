@@ -23,13 +23,15 @@ the ORM's own for the caller's values, up to the order of the ids inside an IN l
 
 from __future__ import annotations
 
+import contextvars
 import dataclasses
 import logging
 import secrets
 import threading
 import uuid
 from collections import OrderedDict
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -394,8 +396,46 @@ def fetch(key: Hashable, build: Callable[[Any], QuerySet], inputs: Any) -> list[
     instances (no `.values()`), and takes any time it filters by from `inputs` (a read's "now"
     too: a time the build took itself would be reused stale, so such a query is never reused).
     """
-    [rows] = fetch_together(Query(key, build, inputs))
+    query = Query(key, build, inputs)
+    ahead = _ahead.get()
+    if ahead:
+        rows = ahead.pop(_ahead_key(query), None)
+        if rows is not None:
+            return rows
+    [rows] = fetch_together(query)
     return rows
+
+
+# The rows `fetched_ahead` read, by query, until `fetch` asks for them (None: no such block).
+_ahead: contextvars.ContextVar[dict[Hashable, list[Any]] | None] = contextvars.ContextVar(
+    "kindmem_prepared_ahead", default=None
+)
+
+
+def _ahead_key(query: Query) -> Hashable | None:
+    walk = _Walk()
+    try:
+        shape = _hashable(walk.shape(query.inputs))
+    except TypeError:
+        return None
+    values = tuple(v.to_text() if isinstance(v, Vector) else v for v in walk.values)
+    return (query.key, shape, values)
+
+
+@contextmanager
+def fetched_ahead(*queries: Query) -> Iterator[None]:
+    """Read `queries` now, all in one round trip (`fetch_together`); inside the block, the
+    first `fetch` of each (the same key and inputs) takes its rows from here instead of asking
+    the server again. For the independent reads a write makes before it writes anything: the
+    code that reads stays as it is, and reads what it would have read a moment later in the
+    same transaction. A `fetch` this block did not foresee, or one asked twice, runs as usual."""
+    wanted = [q for q in queries if not q.lazy and _ahead_key(q) is not None]
+    rows = fetch_together(*wanted) if wanted else []
+    token = _ahead.set({_ahead_key(q): r for q, r in zip(wanted, rows, strict=True)})
+    try:
+        yield
+    finally:
+        _ahead.reset(token)
 
 
 def fetch_together(*queries: Query, first: tuple[str, list[Any]] | None = None) -> list[list[Any]]:
@@ -480,3 +520,91 @@ def forget() -> None:
     """Drop every compiled shape (tests that change what a query compiles to)."""
     with _lock:
         _templates.clear()
+
+
+def insert_together(*groups: Sequence[Model], then: Query | None = None) -> list[Any]:
+    """INSERT each group of new instances (one model a group, its rows in one statement), in
+    order, then read `then`'s rows: all in one round trip (one message, as `fetch_together`),
+    the rows a group's INSERT returns (an auto primary key, a generated column) set on its
+    instances as `save(force_insert=True)` and `bulk_create` set them; `then` is planned after
+    the INSERTs have run, so it reads them. Returns `then`'s rows (as `fetch` gives them).
+
+    No signal is sent: a model with a `pre_save` or `post_save` receiver goes through the ORM,
+    as does everything with server-side binding."""
+    lists = [list(g) for g in groups if g]
+    planned = [_insert_statement(g) for g in lists]
+    server_side = connection.settings_dict["OPTIONS"].get("server_side_binding") is True
+    if server_side or any(p is None for p in planned):
+        for group in lists:  # as the ORM writes them: `save` for one, `bulk_create` for more
+            if len(group) == 1:
+                group[0].save(force_insert=True)
+            else:
+                type(group[0])._base_manager.bulk_create(group)
+        return fetch(then.key, then.build, then.inputs) if then is not None else []
+    inserts = [p for p in planned if p is not None]
+    template, values = _template(then) if then is not None else (None, [])
+    statements = [sql for sql, _, _ in inserts]
+    params = [param for _, ps, _ in inserts for param in ps]
+    if isinstance(template, _Template):
+        statements.append(template.sql)
+        params.extend(template.bound(values))
+    rows: list[Any] | None = None
+    with connection.cursor() as cursor:
+        cursor.execute(";\n".join(statements), params)
+        for group, (_, _, compiler) in zip(lists, inserts, strict=True):
+            if compiler.returning_fields:
+                _set_returned(group, compiler, cursor.fetchall())
+            for obj in group:
+                obj._state.adding = False
+                obj._state.db = connection.alias
+            cursor.nextset()
+        if isinstance(template, _Template):
+            rows = template.models(cursor.fetchall())
+    if then is None:
+        return []
+    # a shape the ORM answers without SQL, or one that is not reused: read now, after them
+    return rows if rows is not None else fetch(then.key, then.build, then.inputs)
+
+
+def _insert_statement(group: list[Model]) -> tuple[str, list[Any], Any] | None:
+    """The one INSERT of `group` (SQL, parameters, its compiler), as `bulk_create` and `save`
+    compile it; None when it is not one statement or a receiver must see it saved."""
+    from django.db.models import signals
+    from django.db.models.sql import InsertQuery
+
+    model = type(group[0])
+    if signals.pre_save.has_listeners(model) or signals.post_save.has_listeners(model):
+        return None
+    meta = model._meta
+    for obj in group:
+        obj._prepare_related_fields_for_save(operation_name="save")  # type: ignore[attr-defined]
+        if obj.pk is None and meta.pk is not meta.auto_field:
+            setattr(obj, meta.pk.attname, meta.pk.get_pk_value_on_save(obj))
+    pk_set = all(obj.pk is not None for obj in group)
+    if not pk_set and any(obj.pk is not None for obj in group):
+        return None  # bulk_create splits such a batch in two
+    fields = [
+        f
+        for f in meta.local_concrete_fields
+        if not f.generated and (pk_set or f is not meta.auto_field)
+    ]
+    query = InsertQuery(model)
+    query.insert_values(fields, group, raw=False)
+    compiler = query.get_compiler(using=connection.alias)
+    compiler.returning_fields = meta.db_returning_fields
+    statements = compiler.as_sql()
+    if len(statements) != 1:
+        return None
+    [(sql, params)] = statements
+    return sql, list(params), compiler
+
+
+def _set_returned(group: list[Model], compiler: Any, rows: list[tuple[Any, ...]]) -> None:
+    fields = compiler.returning_fields
+    columns = [f.get_col(type(group[0])._meta.db_table) for f in fields]
+    converters = compiler.get_converters(columns)
+    if converters:
+        rows = list(compiler.apply_converters(rows, converters))
+    for obj, row in zip(group, rows, strict=True):
+        for field, value in zip(fields, row, strict=True):
+            setattr(obj, field.attname, value)

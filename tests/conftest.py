@@ -28,6 +28,9 @@ pytest.register_assert_rewrite("tests.hardening.access_e2e")
 # What one audited request adds inside a test's transaction: the view's savepoint and its
 # release, and one statement for the per-tenant lock, the tenant's policy and the insert.
 AUDIT_QUERIES = 3
+# ...and one a view's read that runs in autocommit adds (AuditedView.reads_in_autocommit, the
+# search): the event's one statement, no savepoint.
+AUDIT_READ_QUERIES = 1
 # What a Bearer request adds for row security: the statement that leaves the credential's
 # tenant when the request ends (kindmem/row_security.py). Entering it is sent in one message
 # with the credential's lookup, which tests count as the key's (or run's) statement.

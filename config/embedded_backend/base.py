@@ -13,9 +13,8 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from django.db.backends.postgresql import base
-
 from config.embedded_db import ensure_embedded_database
+from config.postgresql_backend import base
 
 
 @cache

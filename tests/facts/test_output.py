@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from datetime import timedelta
 
 import pytest
@@ -87,3 +88,34 @@ def test_a_run_written_fact_renders_its_run_step_as_declared(world) -> None:
         "tool_call_id": "call-1",
     }
     assert rendered["trust"] == "unverified"
+
+
+def test_search_hits_render_as_their_declared_fields(world, settings) -> None:
+    from facts.search import FactSearch, fact_search
+    from facts.search_views import FactSearchOutput
+    from kindmem.access import readers_for
+
+    # given: hybrid hits (a score and a rank per leg each) of facts with subjects
+    settings.EMBEDDER = "hashing"
+    for i in range(3):
+        services.fact_create(
+            principal=world.admin.principal,
+            type="note",
+            content=f"likes tea {i}",
+            subjects=[services.SubjectInput(kind="external", id=f"crm:{i}")],
+        )
+    hits = fact_search(
+        search=FactSearch(
+            tenant_id=world.tenant.id,
+            readers=readers_for(world.admin.principal),
+            mode="hybrid",
+            query="tea",
+            top_k=10,
+        )
+    )
+    assert len(hits) == 3
+
+    # then: the written-out rendering is DRF's rendering of the declared fields, key for key
+    # and in the same order (the same JSON)
+    ours, declared = FactSearchOutput.render(hits), FactSearchOutput({"hits": hits}).data
+    assert json.dumps(ours, default=str) == json.dumps(declared, default=str)

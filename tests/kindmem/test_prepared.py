@@ -217,3 +217,86 @@ def test_a_value_inside_a_parameter_built_from_it_is_never_reused(world, lookup)
     assert [r.pk for r in prepared.fetch("t-built", matching, "green tea")] == [revision.pk]
     assert prepared.fetch("t-built", matching, "black coffee") == []
     assert compiled("t-built") == [None]
+
+
+def projects_of(tenant_id: Any) -> Any:
+    return Project.objects.filter(tenant_id=tenant_id).order_by("id")
+
+
+def test_a_read_fetched_ahead_is_taken_from_there_once(world) -> None:
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    tenant_id = world.tenant.id
+    ahead = prepared.Query("projects-ahead", projects_of, tenant_id)
+    expected = list(projects_of(tenant_id))
+
+    with CaptureQueriesContext(connection) as captured, prepared.fetched_ahead(ahead):
+        # given: one read ahead (one statement)
+        read_ahead = len(captured)
+        # when: the code asks for it, then asks again, then asks something unforeseen
+        first = prepared.fetch("projects-ahead", projects_of, tenant_id)
+        after_first = len(captured)
+        second = prepared.fetch("projects-ahead", projects_of, tenant_id)
+        other = prepared.fetch("projects-ahead", projects_of, uuid.uuid4())
+
+    # then: the first ask took the rows read ahead; the second and the unforeseen one read
+    assert read_ahead == 1
+    assert after_first == 1
+    assert len(captured) == 3
+    assert [p.id for p in first] == [p.id for p in second] == [p.id for p in expected]
+    assert other == []
+
+
+def projects_of_org(org_id: Any) -> Any:
+    return Project.objects.filter(org_id=org_id).order_by("name")
+
+
+def test_new_rows_and_a_read_after_them_go_in_one_round_trip(world) -> None:
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from kindmem.models import Org
+
+    # given: a new org and two projects of it, not yet written
+    org = Org(tenant=world.tenant, name="one-trip")
+    projects = [Project(tenant=world.tenant, org=org, name=f"p{i}") for i in range(2)]
+
+    # when: they are inserted and their org's projects read after them
+    with CaptureQueriesContext(connection) as captured:
+        read = prepared.insert_together(
+            [org], projects, then=prepared.Query("projects-of-org", projects_of_org, org.id)
+        )
+
+    # then: one message, the read saw the rows, and the instances are saved ones
+    assert len(captured) == 1
+    assert [p.name for p in read] == ["p0", "p1"]
+    assert not org._state.adding
+    assert not any(p._state.adding for p in projects)
+    assert Org.objects.filter(pk=org.pk).exists()
+
+
+def test_inserted_rows_get_their_returned_columns(world) -> None:
+    from facts.models import Subject
+
+    # given: a fact's revision, and two new subject rows (an auto primary key each)
+    revision = note(world.admin.principal, "likes tea", {})
+    rows = [
+        Subject(
+            tenant_id=world.tenant.id,
+            revision=revision,
+            fact_id=revision.fact_id,
+            kind="participant",
+            subject_id=who,
+        )
+        for who in ("p-1", "p-2")
+    ]
+
+    # when: inserted together
+    assert prepared.insert_together(rows) == []
+
+    # then: each has the key the database gave it, as bulk_create would set it
+    stored = dict(Subject.objects.filter(revision=revision).values_list("subject_id", "id"))
+    assert {r.subject_id: r.pk for r in rows} == {
+        k: v for k, v in stored.items() if k in {"p-1", "p-2"}
+    }
