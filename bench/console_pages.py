@@ -18,7 +18,8 @@ dropped for the load and not rebuilt: no console page reads it.
 
 Then it signs in a reviewer, a privacy officer and an admin (a superuser of the tenant) with
 Django's test client, which runs the whole request in this process (middleware, row security
-as the app role, templates), and times each page `--runs` times after a warm-up, printing p50
+as the app role, templates), with the web process's collector settings (config/collector.py),
+and times each page `--runs` times after a warm-up, printing p50
 and p95 per page and the page's query count (`--slowest N`: each page's N slowest statements
 too). The admin's front page asks the broker whether it answers, so the embedded broker runs
 (started here unless one answers). The person pages are of a typical person (~30 facts) and
@@ -198,6 +199,10 @@ def main() -> None:
         clients[role] = Client()
         clients[role].force_login(User.objects.get(tenant=tenant, username=username))
 
+    # the web process's collector settings (config/wsgi.py), once the app is loaded
+    from config.collector import tune_for_serving
+
+    tune_for_serving()
     started_broker = broker_up()
     try:
         results = measure(args, clients, tenant)

@@ -24,6 +24,7 @@ django_app = get_asgi_application()
 
 # As config.wsgi: refuse to serve on a database that could lose committed memory, or lacks
 # pgvector 0.8, or as a login that row security does not confine.
+from config.collector import tune_for_serving  # noqa: E402
 from config.durability import assert_confined_login, assert_durable_database  # noqa: E402
 from config.mcp_server import MCP_PATH, mcp_app  # noqa: E402
 
@@ -50,6 +51,9 @@ else:
         pool.submit(_refuse_unsafe_database).result()
 
 mcp = mcp_app()
+
+# As config.wsgi: what is loaded now lives as long as the process (config/collector.py).
+tune_for_serving()
 
 
 async def application(scope: Scope, receive: Receive, send: Send) -> None:

@@ -1,4 +1,3 @@
-import gc
 import os
 
 from django.core.wsgi import get_wsgi_application
@@ -15,8 +14,7 @@ from config.durability import assert_confined_login, assert_durable_database  # 
 assert_durable_database()
 assert_confined_login()
 
-# Everything loaded so far lives as long as the worker: keep it out of the collector's full
-# passes, which otherwise rescan it and stall a request for 100-300 ms now and then
-# (bench/audit_overhead.py measured those pauses as the audit stream's main cost).
-gc.collect()
-gc.freeze()
+# Everything loaded so far lives as long as the worker (config/collector.py).
+from config.collector import tune_for_serving  # noqa: E402
+
+tune_for_serving()

@@ -14,6 +14,7 @@ from facts import services
 from facts.models import Revision
 from kindmem import prepared
 from kindmem.access import Readers
+from kindmem.models import Org, Project
 from tests import factories
 
 pytestmark = pytest.mark.django_db
@@ -255,8 +256,6 @@ def projects_of_org(org_id: Any) -> Any:
 def test_new_rows_and_a_read_after_them_go_in_one_round_trip(world) -> None:
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
-
-    from kindmem.models import Org
 
     # given: a new org and two projects of it, not yet written
     org = Org(tenant=world.tenant, name="one-trip")
