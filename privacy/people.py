@@ -121,13 +121,15 @@ def person_record(
         record.user = User.objects.filter(tenant_id=tenant_id, pk=subject.user_uuid).first()
     if "facts" in sections:
         revisions = Revision.objects.shown().select_related("approval").order_by("-version")
-        record.facts, _ = _part(
-            Fact.objects.of_tenant(tenant_id).about(subject).order_by("-created_at", "-pk"),
-            limit,
-            lambda rows: rows.select_related("project", "user").prefetch_related(
-                Prefetch("revisions", queryset=revisions, to_attr="timeline")
-            ),
+        ids, total = Fact.objects.of_tenant(tenant_id).newest_about(subject, limit)
+        shown = (
+            Fact.objects.filter(pk__in=ids)
+            .select_related("project", "user")
+            .prefetch_related(Prefetch("revisions", queryset=revisions, to_attr="timeline"))
+            .in_bulk()
         )
+        # a fact removed between the two queries is left out, not an error
+        record.facts = Part(rows=[shown[pk] for pk in ids if pk in shown], total=total)
     if "approvals" in sections:
         record.approvals, first = _part(
             Approval.objects.of_tenant(tenant_id).about(subject).order_by("-created_at", "-pk"),

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from django.contrib.postgres.fields import ArrayField
 from django.contrib.postgres.indexes import GinIndex
-from django.db import models
+from django.db import connections, models
 from django.db.models import Q, QuerySet
 from django.utils import timezone
 
@@ -57,6 +57,45 @@ class FactQuerySet(models.QuerySet["Fact"]):
         # UNION ALL: an `__in` needs no distinct ids, and removing the duplicates (most facts
         # name their person twice) was a third of the busiest person's approvals query.
         return scoped.order_by().values("pk").union(named.order_by().values("fact_id"), all=True)
+
+    def newest_about(self, subject: SubjectRef, limit: int) -> tuple[list[uuid.UUID], int]:
+        """The ids of the `limit` newest facts about `subject` (see `about`) and how many
+        there are, in one statement. For a participant or a user: their scoped facts, plus
+        the facts whose subject rows name them and whose scope does not; each branch reads
+        its own index and the creation time from the rows it finds, where "pk IN (every id)"
+        fetched each fact again by its key (the person with 13,000 facts: 55 ms to 25,
+        bench/console_pages.py)."""
+        if subject.kind == SubjectKind.CONVERSATION:
+            rows = self.filter(thread_id=subject.id).values("pk", "created_at")
+        else:
+            named = Subject.objects.filter(kind=subject.kind.value, subject_id=subject.id)
+            named_ids = named.order_by().values("fact_id")
+            if subject.kind == SubjectKind.PARTICIPANT:
+                scoped = self.filter(participant_id=subject.id)
+            elif subject.kind == SubjectKind.USER:
+                scoped = self.filter(user_id=subject.user_uuid)
+            else:
+                scoped = None
+            if scoped is None:
+                rows = self.filter(pk__in=named_ids).values("pk", "created_at")
+            else:
+                others = self.filter(
+                    pk__in=named_ids.difference(scoped.order_by().values("pk"))
+                ).values("pk", "created_at")
+                rows = (
+                    scoped.order_by().values("pk", "created_at").union(others.order_by(), all=True)
+                )
+        # the ORM's own SQL, its values passed apart: a window count over a UNION is what the
+        # ORM cannot annotate
+        sql, params = rows.query.sql_with_params()
+        with connections[self.db].cursor() as cursor:
+            cursor.execute(
+                f"SELECT about.pk, COUNT(*) OVER () FROM ({sql}) AS about"  # noqa: S608
+                " ORDER BY about.created_at DESC, about.pk DESC LIMIT %s",
+                [*params, limit],
+            )
+            found = cursor.fetchall()
+        return [row[0] for row in found], (found[0][1] if found else 0)
 
 
 class Fact(models.Model):
