@@ -4,11 +4,10 @@ and slot, a revision by its fact and version, each a link to the fact's page."""
 from __future__ import annotations
 
 from django.http import HttpRequest
-from django.urls import reverse
 
 from facts.models import Fact, Revision
 from kindmem.console import console_scope
-from kindmem.console_names import Key, Named, may_view, register, uuids
+from kindmem.console_names import Key, Named, may_view, register, url_of, uuids
 
 
 def fact_label(fact: Fact) -> str:
@@ -18,7 +17,7 @@ def fact_label(fact: Fact) -> str:
 def fact_url(request: HttpRequest, fact_id: object, version: int | None = None) -> str:
     if not may_view(request, Fact):
         return ""
-    url = reverse("admin:facts_fact_change", args=[fact_id])
+    url = url_of("admin:facts_fact_change", fact_id)
     return f"{url}#revision-{version}" if version is not None else url
 
 

@@ -19,6 +19,7 @@ and `revision-approval` (approvals).
 
 from __future__ import annotations
 
+import functools
 import uuid
 from collections import defaultdict
 from collections.abc import Callable, Iterable
@@ -28,7 +29,7 @@ from typing import Any
 from django.contrib import admin
 from django.db.models import Model
 from django.http import HttpRequest
-from django.urls import reverse
+from django.urls import get_script_prefix, reverse
 from django.utils.html import format_html
 
 from kindmem.console_scope import console_scope
@@ -99,12 +100,28 @@ def may_view(request: HttpRequest, model: type[Model]) -> bool:
     return cache[model]
 
 
+# An id no row has, reversed in its place: every console URL pattern takes a UUID there.
+_PLACEHOLDER = "00000000-0000-0000-0000-000000000000"
+
+
+@functools.lru_cache(maxsize=64)
+def _url_pattern(viewname: str, script_prefix: str) -> str:
+    return reverse(viewname, args=[_PLACEHOLDER])
+
+
+def url_of(viewname: str, pk: object) -> str:
+    """`reverse(viewname, args=[pk])` for a UUID `pk`, the pattern reversed once per process
+    and script prefix: a page names a row in every line (the person page reversed a fact's
+    URL 34 times, 9% of its time)."""
+    return _url_pattern(viewname, get_script_prefix()).replace(_PLACEHOLDER, str(pk))
+
+
 def change_url(request: HttpRequest, obj: Model) -> str:
     """The row's console page, if the staff member may open it; "" otherwise."""
     if not may_view(request, type(obj)):
         return ""
     opts = obj._meta
-    return reverse(f"admin:{opts.app_label}_{opts.model_name}_change", args=[obj.pk])
+    return url_of(f"admin:{opts.app_label}_{opts.model_name}_change", obj.pk)
 
 
 class Names:

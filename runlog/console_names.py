@@ -4,10 +4,9 @@ agent, an entry by its place in its run, each a link to the run's log timeline."
 from __future__ import annotations
 
 from django.http import HttpRequest
-from django.urls import reverse
 
 from kindmem.console import console_scope
-from kindmem.console_names import Key, Named, may_view, register, uuids
+from kindmem.console_names import Key, Named, may_view, register, url_of, uuids
 from kindmem.models import Run
 from runlog.models import LogEntry
 
@@ -16,7 +15,7 @@ def timeline_url(request: HttpRequest, run_id: object, sequence: int | None = No
     """The run's log (at an entry), if the staff member may open it; "" otherwise."""
     if not may_view(request, LogEntry):
         return ""
-    url = reverse("admin:runlog_logentry_timeline", args=[run_id])
+    url = url_of("admin:runlog_logentry_timeline", run_id)
     return f"{url}#entry-{sequence}" if sequence is not None else url
 
 

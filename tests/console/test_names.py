@@ -174,3 +174,16 @@ def test_the_person_page_names_who_read_decided_and_ran_with_links(api, world):
     text = re.sub(r"<[^>]+>", " ", html)
     for an_id in (history.reviewer.pk, history.run.pk, world.project.pk):
         assert str(an_id) not in text
+
+
+def test_a_console_url_reversed_once_is_the_url_django_reverses(world):
+    # kindmem.console_names.url_of reverses each pattern once and fills in the id
+    import uuid
+
+    from django.urls import reverse
+
+    from kindmem.console_names import url_of
+
+    for viewname in ("admin:facts_fact_change", "admin:runlog_logentry_timeline"):
+        for pk in (uuid.uuid4(), uuid.uuid4()):
+            assert url_of(viewname, pk) == reverse(viewname, args=[pk])
