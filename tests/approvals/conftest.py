@@ -34,13 +34,14 @@ def declare(agent: Any) -> Any:
     return agent
 
 
-def reviewer_group() -> Group:
-    """The `reviewer` group with its permissions, as the migrations leave it. Transactional
-    tests flush the tables between tests, so rebuild it when a flush removed it."""
+def group_as_migrated(name: str, migration: str) -> Group:
+    """The staff group `name` with the permissions `migration` (a module with GRANTS) gives
+    it, as the migrations leave it. Transactional tests flush the tables between tests, so
+    rebuild it when a flush removed it."""
     from django.contrib.auth.models import Permission
 
-    grants = importlib.import_module("approvals.migrations.0002_reviewer_permissions").GRANTS
-    group, _ = Group.objects.get_or_create(name="reviewer")
+    grants = importlib.import_module(migration).GRANTS
+    group, _ = Group.objects.get_or_create(name=name)
     for app, model, codename in grants:
         group.permissions.add(
             Permission.objects.get(
@@ -48,6 +49,11 @@ def reviewer_group() -> Group:
             )
         )
     return group
+
+
+def reviewer_group() -> Group:
+    """The `reviewer` group with its permissions (approvals/0002)."""
+    return group_as_migrated("reviewer", "approvals.migrations.0002_reviewer_permissions")
 
 
 def reviewer_create(world: Any, username: str | None = None) -> Reviewer:

@@ -14,7 +14,7 @@ from privacy import services as privacy
 from privacy.permissions import PRIVACY_OFFICER_GROUP
 from privacy.tasks import build_access_export
 from tests import factories
-from tests.approvals.conftest import declare, remember, reviewer_group
+from tests.approvals.conftest import declare, group_as_migrated, remember, reviewer_group
 from tests.privacy.conftest import plant_person
 
 
@@ -39,8 +39,8 @@ class Populated:
 
 
 def officer_group() -> Group:
-    # Transactional tests flush the tables (the migrations' groups too): make it again.
-    return Group.objects.get_or_create(name=PRIVACY_OFFICER_GROUP)[0]
+    """The privacy officers' group with its permissions (privacy/0003: fact pages, read only)."""
+    return group_as_migrated(PRIVACY_OFFICER_GROUP, "privacy.migrations.0003_officer_reads_facts")
 
 
 PASSWORD = "pw"
