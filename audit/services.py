@@ -7,6 +7,7 @@ import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import timedelta
+from functools import cache
 from typing import Any
 
 from django.db import connection
@@ -15,6 +16,7 @@ from django.db.models.functions import Cast, Now
 from django.utils import timezone
 
 from audit.models import AuditEvent, AuditPolicy, Outcome
+from kindmem import prepared
 from kindmem.access import Principal
 from kindmem.models import Tenant
 from kindmem.subjects import Subject
@@ -109,31 +111,26 @@ def audit_record(
     # Inside the caller's transaction no SAVEPOINT round trips; in autocommit the one statement
     # is a transaction of its own, which holds the advisory lock until it commits (as BEGIN and
     # COMMIT around it would, two round trips more).
-    with connection.cursor() as cursor:
-        # One statement, one round trip: the lock (taken before the insert draws its `seq`,
-        # the CTE being read first), the tenant's query-text policy (without it the snapshot
-        # keeps no query text), and for a read an asynchronous commit. A read's transaction
-        # writes nothing but its audit event, so it need not wait for the WAL flush; a crash
-        # of the database server may lose the last fraction of a second of read events (never
-        # a write's: a write's event commits with the write, durably). Waiting for that flush
-        # on every read cost more than the whole rest of auditing.
-        cursor.execute(
-            _INSERT.format(
-                table=connection.ops.quote_name(AuditEvent._meta.db_table),
-                columns=", ".join(connection.ops.quote_name(str(f.column)) for f in columns),
-                values=", ".join(_SNAPSHOT if i == snapshot else "%s" for i in range(len(columns))),
-            ),
-            [
-                _tenant_lock_key(principal.tenant_id),
-                principal.tenant_id,
-                not durable,
-                *values[:snapshot],
-                values[snapshot],
-                values[snapshot],
-                *values[snapshot + 1 :],
-            ],
-        )
-        event.seq, stored = cursor.fetchone()
+    # One statement, one round trip: the lock (taken before the insert draws its `seq`,
+    # the CTE being read first), the tenant's query-text policy (without it the snapshot
+    # keeps no query text), and for a read an asynchronous commit. A read's transaction
+    # writes nothing but its audit event, so it need not wait for the WAL flush; a crash
+    # of the database server may lose the last fraction of a second of read events (never
+    # a write's: a write's event commits with the write, durably). Waiting for that flush
+    # on every read cost more than the whole rest of auditing. The same text for every event:
+    # a prepared statement (kindmem.prepared.execute).
+    [(event.seq, stored)] = prepared.execute(
+        _insert_sql(),
+        [
+            _tenant_lock_key(principal.tenant_id),
+            principal.tenant_id,
+            not durable,
+            *values[:snapshot],
+            values[snapshot],
+            values[snapshot],
+            *values[snapshot + 1 :],
+        ],
+    )
     event.query_snapshot = json.loads(stored) if isinstance(stored, str) else stored
     event._state.adding = False
     event._state.db = connection.alias
@@ -149,6 +146,16 @@ _INSERT = (
 )
 # the snapshot keeps its query text only where the tenant's policy says to record it
 _SNAPSHOT = "CASE WHEN policy.query_text THEN %s::jsonb ELSE %s::jsonb - 'query' END"
+
+
+@cache
+def _insert_sql() -> str:
+    columns = [f for f in AuditEvent._meta.concrete_fields if not f.primary_key]
+    return _INSERT.format(
+        table=connection.ops.quote_name(AuditEvent._meta.db_table),
+        columns=", ".join(connection.ops.quote_name(str(f.column)) for f in columns),
+        values=", ".join(_SNAPSHOT if f.name == "query_snapshot" else "%s" for f in columns),
+    )
 
 
 ERASED_MARK = "erased"

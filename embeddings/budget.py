@@ -11,8 +11,9 @@ from __future__ import annotations
 import logging
 import os
 import threading
+import time
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
 from enum import StrEnum
@@ -54,39 +55,69 @@ _pool_of_process: tuple[int, ThreadPoolExecutor] | None = None
 _pool_lock = threading.Lock()
 
 
-def _pool() -> ThreadPoolExecutor:
+def embedding_pool() -> ThreadPoolExecutor:
+    """The process's embedding threads: a write's texts, and a search's query while its other
+    work runs (facts.search): the model releases the GIL while it works."""
     global _pool_of_process
     with _pool_lock:
         if _pool_of_process is None or _pool_of_process[0] != os.getpid():
             _pool_of_process = (
                 os.getpid(),
-                ThreadPoolExecutor(max_workers=2, thread_name_prefix="kindmem-embed-on-write"),
+                ThreadPoolExecutor(max_workers=2, thread_name_prefix="kindmem-embed"),
             )
         return _pool_of_process[1]
+
+
+class PendingEmbedding:
+    """A write's texts being embedded on the embedding threads since it was made
+    (`embedding_started`); `result()` waits for what is left of the budget."""
+
+    def __init__(self, texts: Sequence[str]) -> None:
+        self._started = time.monotonic()
+        self._ready: Embedded | None = None
+        self._future: Future[list[list[float]]] | None = None
+        self._model = ""
+        try:
+            embedder = get_embedder()
+        except EmbeddingUnavailable:
+            logger.warning("the configured embedder cannot be built; the write waits unembedded")
+            self._ready = Embedded(EmbedOutcome.FAILED)
+            return
+        if embedder is None:
+            self._ready = Embedded(EmbedOutcome.NONE)
+        elif not texts:
+            self._ready = Embedded(EmbedOutcome.DONE, vectors=[], model=embedder.model)
+        elif settings.EMBED_BUDGET_MS <= 0:
+            self._ready = Embedded(EmbedOutcome.PENDING)
+        else:
+            self._model = embedder.model
+            self._future = embedding_pool().submit(embedder.embed, list(texts))
+
+    def result(self) -> Embedded:
+        """The vectors, or the outcome that leaves them for the task; never raises."""
+        if self._ready is not None:
+            return self._ready
+        assert self._future is not None
+        left = settings.EMBED_BUDGET_MS / 1000 - (time.monotonic() - self._started)
+        try:
+            vectors = self._future.result(timeout=max(left, 0.0))
+        except FutureTimeout:
+            self._future.cancel()  # if it has not started; a running call finishes and is dropped
+            return Embedded(EmbedOutcome.PENDING)
+        except Exception:  # any provider failure leaves the texts for the task, never a 500
+            logger.warning("embedding on write failed; the embed task will retry", exc_info=True)
+            return Embedded(EmbedOutcome.FAILED)
+        return Embedded(EmbedOutcome.DONE, vectors=vectors, model=self._model)
+
+
+def embedding_started(texts: Sequence[str]) -> PendingEmbedding:
+    """Start embedding `texts` (one provider call: a batch) now, for a write that has other
+    work to do first; the budget (`settings.EMBED_BUDGET_MS`) counts from now. Call its
+    `result()` before taking any row lock."""
+    return PendingEmbedding(texts)
 
 
 def embed_within_budget(texts: Sequence[str]) -> Embedded:
     """Embed `texts` (one provider call: a batch) within `settings.EMBED_BUDGET_MS`. Call it
     before taking any row lock. Never raises."""
-    try:
-        embedder = get_embedder()
-    except EmbeddingUnavailable:
-        logger.warning("the configured embedder cannot be built; the write waits unembedded")
-        return Embedded(EmbedOutcome.FAILED)
-    if embedder is None:
-        return Embedded(EmbedOutcome.NONE)
-    if not texts:
-        return Embedded(EmbedOutcome.DONE, vectors=[], model=embedder.model)
-    budget = settings.EMBED_BUDGET_MS / 1000
-    if budget <= 0:
-        return Embedded(EmbedOutcome.PENDING)
-    future = _pool().submit(embedder.embed, list(texts))
-    try:
-        vectors = future.result(timeout=budget)
-    except FutureTimeout:
-        future.cancel()  # if it has not started; a running call finishes and is dropped
-        return Embedded(EmbedOutcome.PENDING)
-    except Exception:  # any provider failure leaves the texts for the task, never a 500
-        logger.warning("embedding on write failed; the embed task will retry", exc_info=True)
-        return Embedded(EmbedOutcome.FAILED)
-    return Embedded(EmbedOutcome.DONE, vectors=vectors, model=embedder.model)
+    return PendingEmbedding(texts).result()

@@ -10,14 +10,19 @@ measurement (bench/search.py, bench/recall.py).
 from __future__ import annotations
 
 
-def hnsw_settings(ef_search: int, max_scan_tuples: int | None = None) -> tuple[str, list[str]]:
-    """The statement and its parameters; run it in the semantic query's transaction."""
+def hnsw_settings(
+    ef_search: int, max_scan_tuples: int | None = None, *, local: bool = True
+) -> tuple[str, list[str]]:
+    """The statement and its parameters; run it in the semantic query's transaction (`local`),
+    or once on a new connection for every query it will run (`local=False`: a session setting,
+    which a transaction's own `local` settings override while it lasts)."""
+    scope = "true" if local else "false"
     sql = (
-        "SELECT set_config('hnsw.iterative_scan', 'strict_order', true),"
-        " set_config('hnsw.ef_search', %s, true)"
+        f"SELECT set_config('hnsw.iterative_scan', 'strict_order', {scope}),"
+        f" set_config('hnsw.ef_search', %s, {scope})"
     )
     params = [str(ef_search)]
     if max_scan_tuples is not None:
-        sql += ", set_config('hnsw.max_scan_tuples', %s, true)"
+        sql += f", set_config('hnsw.max_scan_tuples', %s, {scope})"
         params.append(str(max_scan_tuples))
     return sql, params

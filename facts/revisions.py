@@ -15,7 +15,13 @@ from typing import Any
 
 from django.db.models import Max
 
-from embeddings.budget import Embedded, EmbedOutcome, embed_within_budget
+from embeddings.budget import (
+    Embedded,
+    EmbedOutcome,
+    PendingEmbedding,
+    embed_within_budget,
+    embedding_started,
+)
 from embeddings.providers import get_embedder
 from facts.models import EmbeddingState, Fact, Revision, Subject
 from facts.provenance import Attribution, content_hash, search_text_of
@@ -59,6 +65,12 @@ class Verification:
 def embed_for_write(content: Any) -> Embedded:
     """The content's search text embedded within the write budget (before any lock)."""
     return embed_within_budget([search_text_of(content)])
+
+
+def embedding_for_write(content: Any) -> PendingEmbedding:
+    """`embed_for_write`, started now, while the write reads what it needs: its `result()`
+    (before any lock) waits for what is left of the budget."""
+    return embedding_started([search_text_of(content)])
 
 
 def embedded_copy(revision: Revision) -> Embedded:

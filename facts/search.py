@@ -29,6 +29,7 @@ from django.utils import timezone
 from pgvector import Vector
 from pgvector.django import CosineDistance
 
+from embeddings.budget import embedding_pool
 from embeddings.hnsw import hnsw_settings
 from embeddings.providers import embed_query
 from facts.models import Revision, RevisionQuerySet, attach_subjects, subject_rows
@@ -41,6 +42,7 @@ from kindmem.rerank import Candidate, candidate_pool, rerank, rerankers_named
 MODES = ("keyword", "semantic", "hybrid")
 KEYWORD = "keyword"
 SEMANTIC = "semantic"
+HYBRID_MODE = "hybrid"
 MAX_TOP_K = 100
 # HNSW candidate list width (pgvector's default is 40). Measured in bench/search.py at 100k
 # facts for a reader that filters out half the rows: recall@10 0.93 at 100, 0.94 at 200, 0.99
@@ -153,10 +155,18 @@ def _exact_query(inputs: _LegInputs, limit: int) -> QuerySet[Any]:
     return _semantic_candidates(inputs).order_by(F("distance") + Value(0.0), "id")[:limit]
 
 
-# The scan settings (embeddings.hnsw), sent with the leg's query in one message
-# (kindmem.prepared.fetch_together), so that they hold for it, in the request's transaction or
-# in the one the server opens for them.
-HNSW_SETTINGS = hnsw_settings(EF_SEARCH, MAX_SCAN_TUPLES)
+# The scan settings (embeddings.hnsw) are the session's, set once when a connection opens
+# (`apply_scan_settings`, connected in facts/apps.py): sent with each query, they made it a
+# message of two statements, which cannot be a prepared statement (kindmem.prepared), and they
+# harm no other query (only a semantic leg scans an HNSW index; recall sets its own per
+# transaction, which override these while it lasts).
+SCAN_SETTINGS = hnsw_settings(EF_SEARCH, MAX_SCAN_TUPLES, local=False)
+
+
+def apply_scan_settings(sender: Any, connection: Any, **kwargs: Any) -> None:
+    """`connection_created`'s receiver: the semantic leg's scan settings for the session."""
+    with connection.cursor() as cursor:
+        cursor.execute(*SCAN_SETTINGS)
 
 
 def _keyword_inputs(search: FactSearch, now: datetime) -> _LegInputs | None:
@@ -191,25 +201,33 @@ def _legs(
     keyword: _LegInputs | None, semantic: _LegInputs | None, limit: int
 ) -> tuple[list[prepared.Row], list[prepared.Row]]:
     """The keyword and the semantic leg's `limit` best rows (either leg may be None: not run),
-    their queries sent in one round trip, with the semantic leg's settings. Rows, not models
-    yet: hybrid search makes models of the ones it returns only."""
+    their queries sent in one round trip. Rows, not models yet: hybrid search makes models of
+    the ones it returns only."""
     queries = ([_keyword(keyword, limit)] if keyword else []) + (
         [_semantic(semantic, limit)] if semantic else []
     )
-    found = prepared.fetch_together(*queries, first=HNSW_SETTINGS if semantic else None)
+    found = prepared.fetch_together(*queries)
     keyword_rows = found.pop(0) if keyword else []
     semantic_rows = found.pop(0) if semantic else []
-    if semantic and len(semantic_rows) < limit:
-        # Fewer than asked: either the readable set is that small, or the index scan gave up
-        # early (`max_scan_tuples`, its memory cap, dead index entries awaiting vacuum). Either
-        # way an exact scan of the readable set answers completely, and it is cheap exactly
-        # when this happens for the first reason. It needs no HNSW settings: it uses no HNSW.
-        [semantic_rows] = prepared.fetch_together(
-            prepared.Query(
-                ("fact-search-exact", limit), lambda i: _exact_query(i, limit), semantic, lazy=True
-            )
-        )
+    if semantic:
+        semantic_rows = _completed(semantic, semantic_rows, limit)
     return keyword_rows, semantic_rows
+
+
+def _completed(semantic: _LegInputs, rows: list[prepared.Row], limit: int) -> list[prepared.Row]:
+    """The semantic leg's rows, complete: fewer than asked means either the readable set is
+    that small, or the index scan gave up early (`max_scan_tuples`, its memory cap, dead index
+    entries awaiting vacuum). Either way an exact scan of the readable set answers completely,
+    and it is cheap exactly when this happens for the first reason. It needs no HNSW settings:
+    it uses no HNSW."""
+    if len(rows) >= limit:
+        return rows
+    [exact] = prepared.fetch_together(
+        prepared.Query(
+            ("fact-search-exact", limit), lambda i: _exact_query(i, limit), semantic, lazy=True
+        )
+    )
+    return exact
 
 
 def _scored(rows: list[prepared.Row], score: str) -> list[tuple[Revision, float]]:
@@ -250,15 +268,49 @@ def fact_search(*, search: FactSearch) -> list[SearchHit]:
     and fuses them by weighted reciprocal rank (`kindmem.fusion.HYBRID`; ties keep the keyword
     leg's order). A query with no searchable word (stop words only) has an empty keyword leg,
     and hybrid is then the semantic leg's order.
-    The query is embedded before any SQL runs, so an embedder failure changes nothing.
+    The query is embedded before the semantic leg runs; hybrid's keyword leg, which needs no
+    vector, runs meanwhile (`_hybrid_alongside_embedding`). An embedder failure changes
+    nothing: no leg writes.
     """
     if search.mode not in MODES:
         raise ValueError(f"unknown search mode {search.mode!r}")
+    if search.mode == HYBRID_MODE and not search.rerank:
+        return _hybrid_alongside_embedding(search)
     vector: list[float] | None = None
     model = ""
-    if search.mode in (SEMANTIC, "hybrid"):
+    if search.mode in (SEMANTIC, HYBRID_MODE):
         vector, model = embed_query(search.query)
     return fact_search_embedded(search=search, vector=vector, model=model)
+
+
+# A hybrid search's query is embedded on the process's embedding threads while its keyword
+# leg runs on the request's thread: the model (ONNX Runtime, torch, an HTTP embedder) releases
+# the GIL while it works, so the keyword leg's round trip and rows cost no time of their own
+# (bench/peers.py).
+def _hybrid_alongside_embedding(search: FactSearch) -> list[SearchHit]:
+    """`fact_search_embedded`'s hybrid search, its keyword leg read while the query is
+    embedded on the embedding thread; the semantic leg after. Both legs read what is live at
+    one moment (`now`), as in one round trip."""
+    pending = embedding_pool().submit(embed_query, search.query)
+    depth = HYBRID.depth(search.top_k)
+    now = timezone.now()
+    try:
+        words = _keyword_inputs(search, now)
+        keyword, _ = _legs(words, None, depth) if words else ([], [])
+    finally:
+        vector, model = pending.result()  # an embedder failure raises here, as it would alone
+    _, semantic = _legs(None, _semantic_inputs(search, vector, model, now), depth)
+    return _fused(keyword, semantic, search.top_k)
+
+
+def _fused(keyword: list[prepared.Row], semantic: list[prepared.Row], page: int) -> list[SearchHit]:
+    """The legs' rows fused (`kindmem.fusion.HYBRID`), the first `page` as hits."""
+    fused = HYBRID.fuse({KEYWORD: keyword, SEMANTIC: semantic}, key=lambda r: r.pk)
+    hits = [
+        SearchHit(revision=f.item.model(), score=f.score, ranks=dict(f.ranks)) for f in fused[:page]
+    ]
+    attach_subjects([h.revision for h in hits])
+    return hits
 
 
 def fact_search_embedded(
@@ -286,11 +338,8 @@ def fact_search_embedded(
         keyword, semantic = _legs(
             _keyword_inputs(search, now), _semantic_inputs(search, vector, model, now), depth
         )
-        fused = HYBRID.fuse({KEYWORD: keyword, SEMANTIC: semantic}, key=lambda r: r.pk)
-        hits = [
-            SearchHit(revision=f.item.model(), score=f.score, ranks=dict(f.ranks))
-            for f in fused[:page]
-        ]
+        hits = _fused(keyword, semantic, page)
+        return _reranked(search, hits, rerankers) if rerankers else hits
     if rerankers:
         hits = _reranked(search, hits, rerankers)
     attach_subjects([h.revision for h in hits])

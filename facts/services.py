@@ -50,6 +50,7 @@ from facts.revisions import (
     check_expected,
     embed_for_write,
     embedded_copy,
+    embedding_for_write,
     lock_current,
     next_version,
     subjects_of,
@@ -162,6 +163,9 @@ def fact_create(
     the run step that wrote it (provenance), for callers that know it.
     """
     tenant_id = principal.tenant_id
+    # The content is embedded on the embedding threads while the write reads (the model
+    # releases the GIL): a duplicate's vector is thrown away, every new fact waits less.
+    embedding = embedding_for_write(content)
     # Every read this write makes before it writes that depends only on the request, in one
     # round trip (`_create_reads`); the code below takes each where it reads it, in turn
     with prepared.fetched_ahead(*_create_reads(principal, type, scope or {}, subjects)):
@@ -210,7 +214,7 @@ def fact_create(
                 tags=tags,
             )
 
-        embedded = embed_for_write(content)  # before this write takes any lock
+        embedded = embedding.result()  # before this write takes any lock
         now = timezone.now()
         fact.created_at = now
         reasons, findings = agent_review(principal, fact, content)

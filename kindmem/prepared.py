@@ -15,6 +15,10 @@ ids are equal, and the placeholders keep exactly that). Strings, UUIDs, datetime
 are values; numbers, booleans, None, the length of every tuple or set and the keys of every
 dict are shape. `key` names the query and anything else its SQL depends on.
 
+Where prepared statements are on (settings.PREPARED_STATEMENTS), the compiled SQL runs as one,
+bound server-side: the server parses, rewrites and plans a shape once per connection, which for
+a guarded search cost as much as running it; queries fetched together go in one pipeline.
+
 The placeholders are values no caller can send (a random token per process), so finding them
 among the compiled parameters is exact, and a query whose SQL holds one inline (not as a
 parameter) is refused, not cached: it runs through the ORM every time. The SQL is therefore
@@ -36,6 +40,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import psycopg
 from django.core.exceptions import EmptyResultSet
 from django.db import connection, transaction
 from django.db.models import Model, QuerySet
@@ -438,12 +443,55 @@ def fetched_ahead(*queries: Query) -> Iterator[None]:
         _ahead.reset(token)
 
 
-def fetch_together(*queries: Query, first: tuple[str, list[Any]] | None = None) -> list[list[Any]]:
-    """Each query's rows (as `fetch` gives them), all sent in one round trip: one message of
-    several statements, which the server runs in one transaction of its own when none is open.
-    `first` is a statement (SQL and parameters) run before them in that transaction, whose
-    result is not read: `set_config(..., true)` there holds for the queries that follow."""
-    return _send(first, queries)[1]
+def fetch_together(*queries: Query) -> list[list[Any]]:
+    """Each query's rows (as `fetch` gives them), all sent in one round trip: prepared
+    statements in one pipeline, or one message of several statements (`_send`)."""
+    return _send(None, queries)[1]
+
+
+class _PreparingCursor(psycopg.Cursor[Any]):
+    """A server-side binding cursor (what Django's `server_side_binding` uses), preparing every
+    statement it runs: psycopg keeps the prepared statement per connection, by the text of its
+    SQL (a compiled shape's SQL is the same text every time), so the server parses, rewrites
+    (row security) and plans each shape once per connection, and may then keep a generic plan,
+    instead of on every call. A plan follows the role it was made under: PostgreSQL replans a
+    statement prepared under row security when the role changes."""
+
+    def execute(self, query: Any, params: Any = None, **kwargs: Any) -> Any:
+        return super().execute(query, params, prepare=True, binary=kwargs.get("binary"))
+
+
+def _preparing() -> bool:
+    """Whether prepared statements are on: the connection's psycopg threshold is set
+    (settings.PREPARED_STATEMENTS; None turns psycopg's preparing off altogether)."""
+    connection.ensure_connection()
+    return getattr(connection.connection, "prepare_threshold", None) is not None
+
+
+def _send_prepared(
+    statements: list[tuple[str, list[Any]]],
+) -> list[list[tuple[Any, ...]]]:
+    """Each statement's rows, run as prepared statements bound server-side, in order; more
+    than one in a pipeline (one round trip; the server still plans each after the one before
+    has run). Through Django's cursor wrapper, so that its error translation and execute
+    wrappers (statement counts, the debug log) see each statement as any other."""
+    if not statements:
+        return []
+    raw = connection.connection
+    # Django's own wrapping of a new cursor (debug log, execute wrappers, error translation)
+    wrap = connection._prepare_cursor  # type: ignore[attr-defined]
+    cursors = [wrap(_PreparingCursor(raw)) for _ in statements]
+    try:
+        if len(statements) == 1:
+            cursors[0].execute(*statements[0])
+            return [cursors[0].fetchall()]
+        with raw.pipeline():
+            for cursor, statement in zip(cursors, statements, strict=True):
+                cursor.execute(*statement)
+            return [cursor.fetchall() for cursor in cursors]
+    finally:
+        for cursor in cursors:
+            cursor.close()
 
 
 def fetch_after(
@@ -457,13 +505,38 @@ def fetch_after(
     return rows, found
 
 
+def execute(sql: str, params: list[Any]) -> list[tuple[Any, ...]]:
+    """One statement of fixed text (SQL written out, not compiled from a shape) and its rows,
+    as a prepared statement when they are on: for a statement every request sends (the audit
+    event's insert)."""
+    if _preparing():
+        [rows] = _send_prepared([(sql, params)])
+        return rows
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        return cursor.fetchall()
+
+
 def _send(
     first: tuple[str, list[Any]] | None, queries: tuple[Query, ...]
 ) -> tuple[list[tuple[Any, ...]] | None, list[list[Any]]]:
-    """Only Django's default client-side binding sends several statements at once; with
+    """Prepared statements in a pipeline when they are on (and every query is reused);
+    otherwise only Django's default client-side binding sends several statements at once; with
     server-side binding, or when a query cannot be reused, they run one by one in a
     transaction (a savepoint-less atomic block, so `first` still holds for them)."""
     planned = [_template(q) for q in queries]
+    if _preparing() and all(isinstance(t, _Template | _Empty) for t, _ in planned):
+        sent = [(t.sql, t.bound(v)) for t, v in planned if isinstance(t, _Template)]
+        fetched = iter(_send_prepared(([first] if first else []) + sent))
+        first_rows = next(fetched) if first else None
+        found: list[list[Any]] = []
+        for query, (template, _) in zip(queries, planned, strict=True):
+            if isinstance(template, _Template):
+                rows = next(fetched)
+                found.append(template.rows(rows) if query.lazy else template.models(rows))
+            else:
+                found.append([])
+        return first_rows, found
     # Django's psycopg cursors bind client-side unless OPTIONS asks for server-side binding
     together = connection.settings_dict["OPTIONS"].get("server_side_binding") is not True
     if not together or any(template is None for template, _ in planned):

@@ -17,14 +17,30 @@ from __future__ import annotations
 
 import select
 import time
+from typing import Any
 
-from django.db.backends.postgresql import base
+import psycopg
+from django.db.backends.postgresql import base, operations
 
 # A connection idle longer than this gets Django's `SELECT 1` whatever its socket says.
 QUIET_CHECK_SECONDS = 5.0
 
 
+class DatabaseOperations(operations.DatabaseOperations):
+    def last_executed_query(self, cursor: Any, sql: Any, params: Any) -> Any:
+        # Django reads a client-side cursor's query; kindmem.prepared's cursors bind server-side
+        # (prepared statements) on a connection whose others do not: the debug log and the
+        # tests' statement captures write theirs out as Django does for server-side binding.
+        if not isinstance(cursor, psycopg.ClientCursor):
+            try:
+                return self.compose_sql(sql, params)
+            except psycopg.errors.DataError:
+                return None
+        return super().last_executed_query(cursor, sql, params)
+
+
 class DatabaseWrapper(base.DatabaseWrapper):
+    ops_class = DatabaseOperations
     _checked_at = 0.0  # when the connection was last known alive (connected or checked)
 
     def connect(self) -> None:

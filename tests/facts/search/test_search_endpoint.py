@@ -98,11 +98,11 @@ def test_hybrid_search_takes_a_fixed_number_of_queries_whatever_the_hit_count(
             subjects=[scopes.SubjectInput(kind="external", id=f"x{i}")],
         )
     search(api, world.admin.headers, mode="hybrid", query="coffee")  # warm caches
-    # when searching: the key; one message with the semantic leg's settings, the keyword leg
-    # and the semantic leg's index scan, every row's subjects in its own columns; the exact
-    # scan (15 readable rows, fewer than its depth of 30); and the audit event; in autocommit
-    # (no savepoint of the view's: AuditedView.reads_in_autocommit)
-    with django_assert_num_queries(3 + TENANT_QUERIES + AUDIT_READ_QUERIES):
+    # when searching: the key; the keyword leg (while the query is embedded) and the semantic
+    # leg's index scan, every row's subjects in its own columns; the exact scan (15 readable
+    # rows, fewer than its depth of 30); and the audit event; in autocommit (no savepoint of
+    # the view's: AuditedView.reads_in_autocommit)
+    with django_assert_num_queries(4 + TENANT_QUERIES + AUDIT_READ_QUERIES):
         response = search(api, world.admin.headers, mode="hybrid", query="coffee", top_k=15)
     # then 15 hits, with a query count that does not grow with them
     assert len(response.json()["hits"]) == 15

@@ -1,0 +1,147 @@
+"""Work done while the model embeds (issue 16, a cheaper request): a hybrid search's keyword
+leg runs while its query is embedded (facts.search), and a write reads what it needs while its
+content is embedded (facts.services.fact_create); either way with the same result as one after
+the other."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import pytest
+from django.db import connection
+
+from embeddings.providers import HashingEmbedder
+from facts import search as fact_search_module
+from facts import services
+from facts.models import EmbeddingState
+from facts.search import FactSearch, fact_search, fact_search_embedded
+from kindmem.access import readers_for
+from tests.facts.search.conftest import HASHING, plant
+
+pytestmark = pytest.mark.django_db
+
+WAIT_SECONDS = 5
+
+
+class WaitingEmbedder(HashingEmbedder):
+    """The hashing model, answering only once `released` is set (or after WAIT_SECONDS):
+    work that waits for its vector before doing anything else cannot release it."""
+
+    def __init__(self, released: threading.Event) -> None:
+        super().__init__()
+        self.released = released
+        self.started = threading.Event()
+        self.calls = 0
+        self.waited_out = False
+
+    def embed(self, texts: list[str]) -> list[list[float]]:
+        self.calls += 1
+        self.started.set()
+        self.waited_out = not self.released.wait(WAIT_SECONDS)
+        return super().embed(texts)
+
+
+def releasing_on(fragment: str, released: threading.Event) -> Any:
+    """An execute wrapper that sets `released` when a statement containing `fragment` runs."""
+
+    def wrapper(execute: Any, sql: str, params: Any, many: bool, context: Any) -> Any:
+        if fragment in sql:
+            released.set()
+        return execute(sql, params, many, context)
+
+    return wrapper
+
+
+def test_the_keyword_leg_runs_while_the_query_is_embedded_with_the_same_hits(
+    world, monkeypatch, settings
+) -> None:
+    # given: facts, and an embedder (no query cache) that answers only once the keyword leg
+    # has been read
+    settings.QUERY_CACHE_SIZE = 0
+    plant(world.tenant, [f"coffee order {i}" for i in range(8)] + ["tea at four", "a bike"])
+    released = threading.Event()
+    embedder = WaitingEmbedder(released)
+    monkeypatch.setattr("embeddings.providers.get_embedder", lambda: embedder)
+    asked = FactSearch(
+        tenant_id=world.tenant.id,
+        readers=readers_for(world.admin.principal),
+        mode="hybrid",
+        query="coffee tea",
+        top_k=5,
+    )
+
+    # when: a hybrid search runs, the keyword leg (the only statement that reads the search
+    # vector) releasing the embedder when it reaches the server
+    with connection.execute_wrapper(releasing_on("search_vector", released)):
+        hits = fact_search(search=asked)
+
+    # then: the embedder did not wait out its timeout (the leg ran while it embedded), and the
+    # hits are those of the same search with the vector given up front
+    assert embedder.calls == 1
+    assert not embedder.waited_out
+    [vector] = HASHING.embed(["coffee tea"])
+    alone = fact_search_embedded(search=asked, vector=vector, model=HASHING.model)
+    assert [(h.revision.pk, h.ranks) for h in hits] == [(h.revision.pk, h.ranks) for h in alone]
+    assert len(hits) == 5
+    assert all(h.revision.subjects.all() is not None for h in hits)
+
+
+def test_an_embedder_failing_during_the_keyword_leg_fails_the_search_loudly(
+    world, monkeypatch
+) -> None:
+    # given: an embedder that fails, and facts the keyword leg finds
+    from kindmem.errors import EmbeddingUnavailable
+
+    plant(world.tenant, ["coffee order"])
+
+    def failing(text: str) -> Any:
+        raise EmbeddingUnavailable("The embedder did not answer; try again later.")
+
+    monkeypatch.setattr(fact_search_module, "embed_query", failing)
+    asked = FactSearch(
+        tenant_id=world.tenant.id,
+        readers=readers_for(world.admin.principal),
+        mode="hybrid",
+        query="coffee",
+    )
+
+    # when / then: the search fails with the embedder's error, not the keyword leg's hits
+    with pytest.raises(EmbeddingUnavailable):
+        fact_search(search=asked)
+
+
+def test_a_write_reads_while_its_content_is_embedded_and_stores_the_vector(
+    world, monkeypatch, settings
+) -> None:
+    # given: an embedder that answers at once, and a write's first read (the project of its
+    # scope) that goes to the server only once the embedding has started
+    settings.EMBED_BUDGET_MS = 10_000
+    released = threading.Event()
+    released.set()
+    embedder = WaitingEmbedder(released)
+    monkeypatch.setattr("embeddings.budget.get_embedder", lambda: embedder)
+    read_waited_out: list[bool] = []
+
+    def after_embedding_started(execute: Any, sql: str, params: Any, many: bool, ctx: Any) -> Any:
+        if '"kindmem_project"' in sql and not read_waited_out:
+            read_waited_out.append(not embedder.started.wait(WAIT_SECONDS))
+        return execute(sql, params, many, ctx)
+
+    # when: an app writes a fact
+    with connection.execute_wrapper(after_embedding_started):
+        revision = services.fact_create(
+            principal=world.app.principal,
+            type="note",
+            content="prefers window seats",
+            scope={"project_id": str(world.project.id), "participant_id": "u-1"},
+        ).revision
+
+    # then: the embedding was under way before the write read anything (the read did not wait
+    # out its timeout), once, and the revision holds its vector
+    assert read_waited_out == [False]
+    assert embedder.calls == 1
+    revision.refresh_from_db()
+    assert revision.embedding_state == EmbeddingState.DONE
+    [expected] = HASHING.embed(["prefers window seats"])
+    assert list(revision.embedding) == pytest.approx(expected, abs=1e-6)

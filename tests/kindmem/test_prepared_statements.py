@@ -1,0 +1,140 @@
+"""Compiled shapes run as prepared statements (kindmem/prepared.py, settings.PREPARED_STATEMENTS):
+planned once per connection, several sent in one pipeline, the same rows as without."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pytest
+from django.db import connection, connections
+from django.utils import timezone
+
+from facts import services
+from facts.models import Revision
+from kindmem import prepared
+from kindmem.access import Readers
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture(autouse=True)
+def fresh_shapes() -> None:
+    prepared.forget()
+
+
+def readable(inputs: tuple[Any, Readers, Any]) -> Any:
+    tenant_id, readers, now = inputs
+    return Revision.objects.of_tenant(tenant_id).live(now).readable_by(readers).order_by("id")
+
+
+def prepared_texts() -> list[str]:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT statement FROM pg_prepared_statements")
+        return [row[0] for row in cursor.fetchall()]
+
+
+def reader_of(world: Any, participant: str) -> Readers:
+    return Readers(
+        project_ids=frozenset({str(world.project.id)}),
+        org_ids=frozenset({str(world.org.id)}),
+        participant_ids=frozenset({participant}),
+    )
+
+
+def note(world: Any, text: str, participant: str) -> Revision:
+    scope = {"project_id": str(world.project.id), "participant_id": participant}
+    return services.fact_create(
+        principal=world.admin.principal, type="note", content=text, scope=scope
+    ).revision
+
+
+def test_a_shape_is_one_prepared_statement_for_every_reader_of_it(world) -> None:
+    # given: two end users' facts
+    mine, theirs = note(world, "mine", "p-1"), note(world, "theirs", "p-2")
+    now = timezone.now()
+
+    # when: each reads through the same shape
+    first = prepared.fetch("t-prepared", readable, (world.tenant.id, reader_of(world, "p-1"), now))
+    second = prepared.fetch("t-prepared", readable, (world.tenant.id, reader_of(world, "p-2"), now))
+
+    # then: each got its own rows, from one statement the server holds prepared, its values
+    # bound as parameters ($n), none written into its text
+    assert [r.pk for r in first] == [mine.pk]
+    assert [r.pk for r in second] == [theirs.pk]
+    [template] = [t for k, t in prepared._templates.items() if k[0] == "t-prepared"]
+    numbered = iter(range(1, 10_000))
+    as_prepared = re.sub("%s", lambda _: f"${next(numbered)}", template.sql)
+    assert prepared_texts().count(as_prepared) == 1
+    assert "p-1" not in as_prepared
+    assert "p-2" not in as_prepared
+
+
+def test_queries_fetched_together_travel_in_one_pipeline(world) -> None:
+    # given: two queries of different shapes
+    note(world, "mine", "p-1")
+    now = timezone.now()
+    queries = [
+        prepared.Query("t-one", readable, (world.tenant.id, reader_of(world, "p-1"), now)),
+        prepared.Query("t-two", readable, (world.tenant.id, reader_of(world, "p-2"), now)),
+    ]
+    pipelines: list[Any] = []
+
+    def record(execute: Any, sql: str, params: Any, many: bool, context: Any) -> Any:
+        pipelines.append(connection.connection._pipeline)
+        return execute(sql, params, many, context)
+
+    # when: they are fetched together
+    with connection.execute_wrapper(record):
+        one, two = prepared.fetch_together(*queries)
+
+    # then: both statements went in the same pipeline (one round trip), each with its rows
+    assert len(pipelines) == 2
+    assert pipelines[0] is not None
+    assert pipelines[0] is pipelines[1]
+    assert len(one) == 1
+    assert two == []
+
+
+def test_with_prepared_statements_off_the_same_rows_come_by_client_side_binding(world) -> None:
+    # given: facts, and the rows read with prepared statements on
+    note(world, "mine", "p-1")
+    note(world, "more of mine", "p-1")
+    inputs = (world.tenant.id, reader_of(world, "p-1"), timezone.now())
+    on = [r.pk for r in prepared.fetch("t-off", readable, inputs)]
+    connection.connection.execute("DEALLOCATE ALL")
+    connection.connection._prepared.clear()
+
+    # when: the connection has psycopg's preparing off (KINDMEM_PREPARED_STATEMENTS=0)
+    threshold = connection.connection.prepare_threshold
+    connection.connection.prepare_threshold = None
+    try:
+        off = [r.pk for r in prepared.fetch("t-off", readable, inputs)]
+        held = prepared_texts()
+    finally:
+        connection.connection.prepare_threshold = threshold
+
+    # then: the same rows, and nothing prepared
+    assert off == on
+    assert len(on) == 2
+    assert held == []
+
+
+def test_a_new_connection_holds_the_semantic_legs_scan_settings() -> None:
+    # given: a connection opened afresh (its session's settings set on connect: facts.apps)
+    fresh = connections.create_connection("default")
+    try:
+        with fresh.cursor() as cursor:
+            # when: asked for its HNSW settings
+            cursor.execute(
+                "SELECT current_setting('hnsw.iterative_scan'), current_setting('hnsw.ef_search'),"
+                " current_setting('hnsw.max_scan_tuples')"
+            )
+            found = cursor.fetchone()
+    finally:
+        fresh.close()
+
+    # then: they are facts.search's, not pgvector's defaults (relaxed off, 40, 20 000)
+    from facts.search import EF_SEARCH, MAX_SCAN_TUPLES
+
+    assert found == ("strict_order", str(EF_SEARCH), str(MAX_SCAN_TUPLES))
