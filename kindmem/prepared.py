@@ -469,12 +469,14 @@ def _preparing() -> bool:
 
 
 def _send_prepared(
-    statements: list[tuple[str, list[Any]]],
+    statements: list[tuple[str, list[Any]]], returning: list[bool] | None = None
 ) -> list[list[tuple[Any, ...]]]:
     """Each statement's rows, run as prepared statements bound server-side, in order; more
     than one in a pipeline (one round trip; the server still plans each after the one before
     has run). Through Django's cursor wrapper, so that its error translation and execute
-    wrappers (statement counts, the debug log) see each statement as any other."""
+    wrappers (statement counts, the debug log) see each statement as any other. `returning`
+    says which statements have rows to fetch (all, by default; not an INSERT without
+    RETURNING)."""
     if not statements:
         return []
     raw = connection.connection
@@ -482,13 +484,17 @@ def _send_prepared(
     wrap = connection._prepare_cursor  # type: ignore[attr-defined]
     cursors = [wrap(_PreparingCursor(raw)) for _ in statements]
     try:
+        fetched = returning or [True] * len(statements)
         if len(statements) == 1:
             cursors[0].execute(*statements[0])
-            return [cursors[0].fetchall()]
+            return [cursors[0].fetchall() if fetched[0] else []]
         with raw.pipeline():
             for cursor, statement in zip(cursors, statements, strict=True):
                 cursor.execute(*statement)
-            return [cursor.fetchall() for cursor in cursors]
+            return [
+                cursor.fetchall() if rows else []
+                for cursor, rows in zip(cursors, fetched, strict=True)
+            ]
     finally:
         for cursor in cursors:
             cursor.close()
@@ -600,7 +606,8 @@ def insert_together(*groups: Sequence[Model], then: Query | None = None) -> list
     order, then read `then`'s rows: all in one round trip (one message, as `fetch_together`),
     the rows a group's INSERT returns (an auto primary key, a generated column) set on its
     instances as `save(force_insert=True)` and `bulk_create` set them; `then` is planned after
-    the INSERTs have run, so it reads them. Returns `then`'s rows (as `fetch` gives them).
+    the INSERTs have run, so it reads them. Returns `then`'s rows (as `fetch` gives them). With
+    prepared statements on, each is one, all in one pipeline.
 
     No signal is sent: a model with a `pre_save` or `post_save` receiver goes through the ORM,
     as does everything with server-side binding."""
@@ -622,21 +629,41 @@ def insert_together(*groups: Sequence[Model], then: Query | None = None) -> list
         statements.append(template.sql)
         params.extend(template.bound(values))
     rows: list[Any] | None = None
-    with connection.cursor() as cursor:
-        cursor.execute(";\n".join(statements), params)
-        for group, (_, _, compiler) in zip(lists, inserts, strict=True):
-            if compiler.returning_fields:
-                _set_returned(group, compiler, cursor.fetchall())
-            for obj in group:
-                obj._state.adding = False
-                obj._state.db = connection.alias
-            cursor.nextset()
+    if _preparing():
+        # each INSERT (its text fixed by the group's model and size) and `then` prepared, in
+        # one pipeline
+        sent = [(sql, ps) for sql, ps, _ in inserts]
+        returning = [bool(compiler.returning_fields) for _, _, compiler in inserts]
         if isinstance(template, _Template):
-            rows = template.models(cursor.fetchall())
+            sent.append((template.sql, template.bound(values)))
+            returning.append(True)
+        results = _send_prepared(sent, returning)
+        for group, (_, _, compiler), returned in zip(lists, inserts, results, strict=False):
+            if compiler.returning_fields:
+                _set_returned(group, compiler, returned)
+            _mark_saved(group)
+        if isinstance(template, _Template):
+            rows = template.models(results[-1])
+    else:
+        with connection.cursor() as cursor:
+            cursor.execute(";\n".join(statements), params)
+            for group, (_, _, compiler) in zip(lists, inserts, strict=True):
+                if compiler.returning_fields:
+                    _set_returned(group, compiler, cursor.fetchall())
+                _mark_saved(group)
+                cursor.nextset()
+            if isinstance(template, _Template):
+                rows = template.models(cursor.fetchall())
     if then is None:
         return []
     # a shape the ORM answers without SQL, or one that is not reused: read now, after them
     return rows if rows is not None else fetch(then.key, then.build, then.inputs)
+
+
+def _mark_saved(group: list[Model]) -> None:
+    for obj in group:
+        obj._state.adding = False
+        obj._state.db = connection.alias
 
 
 def _insert_statement(group: list[Model]) -> tuple[str, list[Any], Any] | None:

@@ -254,21 +254,20 @@ def projects_of_org(org_id: Any) -> Any:
 
 
 def test_new_rows_and_a_read_after_them_go_in_one_round_trip(world) -> None:
-    from django.db import connection
-    from django.test.utils import CaptureQueriesContext
+    from tests.round_trips import listed, round_trips
 
     # given: a new org and two projects of it, not yet written
     org = Org(tenant=world.tenant, name="one-trip")
     projects = [Project(tenant=world.tenant, org=org, name=f"p{i}") for i in range(2)]
 
     # when: they are inserted and their org's projects read after them
-    with CaptureQueriesContext(connection) as captured:
+    with round_trips() as trips:
         read = prepared.insert_together(
             [org], projects, then=prepared.Query("projects-of-org", projects_of_org, org.id)
         )
 
-    # then: one message, the read saw the rows, and the instances are saved ones
-    assert len(captured) == 1
+    # then: one round trip, the read saw the rows, and the instances are saved ones
+    assert len(trips) == 1, listed(trips)
     assert [p.name for p in read] == ["p0", "p1"]
     assert not org._state.adding
     assert not any(p._state.adding for p in projects)
