@@ -297,8 +297,10 @@ def _hybrid_alongside_embedding(search: FactSearch) -> list[SearchHit]:
     try:
         words = _keyword_inputs(search, now)
         keyword, _ = _legs(words, None, depth) if words else ([], [])
-    finally:
-        vector, model = pending.result()  # an embedder failure raises here, as it would alone
+    except BaseException:
+        pending.cancel()  # if it has not started; a running embedding finishes and is dropped
+        raise
+    vector, model = pending.result()  # an embedder failure raises here, as it would alone
     _, semantic = _legs(None, _semantic_inputs(search, vector, model, now), depth)
     return _fused(keyword, semantic, search.top_k)
 
