@@ -27,7 +27,7 @@ rotating order), with distinct query texts per search so that no query vector is
 
 It prints p50/p95 per figure and the ratios kindmem / plain, and writes
 bench/results/peers-<embedder>.json. Every figure includes embedding the text with the same
-model (all-MiniLM-L6-v2, one torch thread), which is most of the plain table's time.
+model (all-MiniLM-L6-v2 on ONNX Runtime, one thread), which is most of the plain table's time.
 """
 
 from __future__ import annotations
