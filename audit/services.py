@@ -130,6 +130,7 @@ def audit_record(
             values[snapshot],
             *values[snapshot + 1 :],
         ],
+        generic=True,  # an INSERT: one plan for every event
     )
     event.query_snapshot = json.loads(stored) if isinstance(stored, str) else stored
     event._state.adding = False

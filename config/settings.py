@@ -179,16 +179,21 @@ else:
     # is plainly alive (config/postgresql_backend/base.py)
     _app_login["ENGINE"] = _migration_login["ENGINE"] = "config.postgresql_backend"
 # Prepared statements for the queries kindmem compiles once per shape (kindmem/prepared.py):
-# the server parses, rewrites (row security) and plans such a query once per connection, not
-# on every search. Only those queries' cursors prepare (Django's own bind client-side and never
-# do), so psycopg's threshold matters for nothing else. Off (KINDMEM_PREPARED_STATEMENTS=0)
-# behind a transaction-mode pooler that does not keep prepared statements.
+# the server parses and rewrites (row security) such a query once per connection, not on every
+# search. Only those queries' cursors prepare (Django's own bind client-side and never do), so
+# psycopg's threshold matters for nothing else. Each execution is still planned for its values
+# (`plan_cache_mode`, a session setting from the connection's start): a generic plan, made once
+# without them, was ten times slower for a reader of half of 100,000 facts (an exact scan where
+# the values call for the HNSW index: bench/search.py). Off (KINDMEM_PREPARED_STATEMENTS=0)
+# behind a pooler that does not keep prepared statements.
 PREPARED_STATEMENTS = env_bool("KINDMEM_PREPARED_STATEMENTS", True)
 for _login in (_app_login, _migration_login):
-    _login["OPTIONS"] = {
-        **_login.get("OPTIONS", {}),
-        "prepare_threshold": 5 if PREPARED_STATEMENTS else None,
-    }
+    _options = dict(_login.get("OPTIONS", {}))
+    _options["prepare_threshold"] = 5 if PREPARED_STATEMENTS else None
+    _options["options"] = (
+        f"{_options.get('options', '')} -c plan_cache_mode=force_custom_plan".strip()
+    )
+    _login["OPTIONS"] = _options
 KINDMEM_APP_ROLE = _app_login["USER"]
 DATABASES = {"default": _app_login if DATABASE_LOGIN == "app" else _migration_login}
 

@@ -171,7 +171,7 @@ def apply_scan_settings(sender: Any, connection: Any, **kwargs: Any) -> None:
 
 def _keyword_inputs(search: FactSearch, now: datetime) -> _LegInputs | None:
     """The keyword leg's inputs; None when the text has nothing to search with (no query)."""
-    words = KeywordQuery.parse(search.query, parsed_once=True)  # a prepared statement's
+    words = KeywordQuery.parse(search.query)
     if words.match() is None:
         return None
     return _LegInputs(search=_search_inputs(search), now=now, words=words)

@@ -224,7 +224,8 @@ def fact_create(
         # subjects (after them); a refusal undoes all three (this service's savepoint, or the
         # request's rollback: kindmem/transactions.py).
         readable = Checked(
-            prepared.Query("fact-create-readable", _readable_fact, (fact.pk, readers))
+            # by the new fact's primary key: one plan whatever the readers' values
+            prepared.Query("fact-create-readable", _readable_fact, (fact.pk, readers), generic=True)
         )
         revision = write_revision(
             fact=fact,

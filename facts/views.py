@@ -82,7 +82,7 @@ def _write_response(
 ) -> Response:
     code = status.HTTP_200_OK if result.outcome == services.Outcome.UNCHANGED else created_status
     # read back as stored (JSON as the database keeps it), compiled once (kindmem.prepared)
-    [revision] = prepared.fetch("fact-written", _written, result.revision.pk)
+    [revision] = prepared.fetch("fact-written", _written, result.revision.pk, generic=True)
     attach_subjects([revision])
     audit_revisions(view, [revision])
     view.audit.query_snapshot = {"outcome": result.outcome, "version": revision.version}

@@ -44,6 +44,7 @@ class BearerAuthentication(authentication.BaseAuthentication):
                 "auth-api-key" if is_key else "auth-run",
                 _api_key_query if is_key else _run_query,
                 prefix,
+                generic=True,  # by the unique prefix: one plan for every credential
             ),
         )
         credential_entered(entered[0])

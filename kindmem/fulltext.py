@@ -65,20 +65,6 @@ BM25_B = 0.75
 _TOKEN = re.compile(r'(-?)"([^"]*)(?:"|$)|(-?)([^\s"]+)')
 
 
-class _Parsed(SearchQuery):
-    """A `SearchQuery` parsed once per execution: `(SELECT plainto_tsquery(...))`, an InitPlan.
-    Written inline with its text as a parameter, the parse is a constant the planner folds; but
-    a prepared statement's generic plan (kindmem.prepared) has no value to fold, and would parse
-    the text again for every row it scores, in every term of the score (and send a notice
-    each time for a stop word)."""
-
-    def as_sql(  # type: ignore[override]  # SearchQuery.as_sql also takes function/template
-        self, compiler: Any, connection: Any, **extra: Any
-    ) -> tuple[str, list[Any]]:
-        sql, params = super().as_sql(compiler, connection, **extra)
-        return f"(SELECT {sql})", list(params)
-
-
 @dataclass(frozen=True)
 class KeywordQuery:
     """A reader's text, parsed: optional words, required phrases, excluded words and phrases."""
@@ -87,13 +73,9 @@ class KeywordQuery:
     phrases: tuple[str, ...] = ()
     excluded_words: tuple[str, ...] = ()
     excluded_phrases: tuple[str, ...] = ()
-    # Each word's tsquery parsed once per execution (`_Parsed`), for a query run as a prepared
-    # statement (fact search); otherwise a constant of the plan (recall, whose plans at a
-    # million messages were chosen with the lexemes' statistics: bench/recall.py).
-    parsed_once: bool = False
 
     @classmethod
-    def parse(cls, text: str, *, parsed_once: bool = False) -> KeywordQuery:
+    def parse(cls, text: str) -> KeywordQuery:
         words: dict[str, None] = {}
         phrases: dict[str, None] = {}
         excluded_words: dict[str, None] = {}
@@ -114,24 +96,21 @@ class KeywordQuery:
             phrases=tuple(phrases),
             excluded_words=tuple(excluded_words),
             excluded_phrases=tuple(excluded_phrases),
-            parsed_once=parsed_once,
         )
 
-    def _query(self, text: str, search_type: str) -> SearchQuery:
-        kind = _Parsed if self.parsed_once else SearchQuery
-        return kind(text, config=TEXT_CONFIG, search_type=search_type)
-
     def _terms(self) -> list[SearchQuery]:
-        return [self._query(w, "plain") for w in self.words]
+        return [SearchQuery(w, config=TEXT_CONFIG, search_type="plain") for w in self.words]
 
     def _phrases(self) -> list[SearchQuery]:
-        return [self._query(p, "phrase") for p in self.phrases]
+        return [SearchQuery(p, config=TEXT_CONFIG, search_type="phrase") for p in self.phrases]
 
     def match(self) -> SearchQueryCombinable | None:
         """The tsquery a row must satisfy: the phrases if any, else any word; minus the
         exclusions. None when the text has nothing to search with."""
-        excluded = [~self._query(w, "plain") for w in self.excluded_words] + [
-            ~self._query(p, "phrase") for p in self.excluded_phrases
+        excluded = [
+            ~SearchQuery(w, config=TEXT_CONFIG, search_type="plain") for w in self.excluded_words
+        ] + [
+            ~SearchQuery(p, config=TEXT_CONFIG, search_type="phrase") for p in self.excluded_phrases
         ]
         required = self._phrases()
         terms = self._terms()
@@ -177,7 +156,7 @@ class KeywordQuery:
             contribution = present * idf
             if i:
                 # "paint" and "painting" are one lexeme: a word that parses to the same tsquery
-                # as an earlier one counts once (a comparison of constants, or of InitPlans)
+                # as an earlier one counts once (a comparison of constants, made at planning)
                 contribution = contribution * _Unless(term, *terms[:i])
             score = score + contribution
         return score * norm

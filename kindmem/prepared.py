@@ -363,12 +363,15 @@ def _compile(qs: QuerySet, values: list[Any]) -> _Template | _Empty | None:
 @dataclass(frozen=True)
 class Query:
     """`build(inputs)`, compiled once per shape of `inputs` under `key` (see `fetch`); `lazy`:
-    its rows come back as `Row`s, made into models when asked."""
+    its rows come back as `Row`s, made into models when asked; `generic`: as a prepared
+    statement it may run on a generic plan (`GENERIC_PLAN`), for a query whose plan is the same
+    whatever its values (a lookup by a unique key)."""
 
     key: Hashable
     build: Callable[[Any], QuerySet]
     inputs: Any
     lazy: bool = False
+    generic: bool = False
 
 
 def _template(query: Query) -> tuple[_Template | _Empty | None, list[Any]]:
@@ -395,13 +398,16 @@ def _template(query: Query) -> tuple[_Template | _Empty | None, list[Any]]:
     return template, walk.values
 
 
-def fetch(key: Hashable, build: Callable[[Any], QuerySet], inputs: Any) -> list[Any]:
+def fetch(
+    key: Hashable, build: Callable[[Any], QuerySet], inputs: Any, *, generic: bool = False
+) -> list[Any]:
     """`list(build(inputs))`, its SQL compiled once per shape of `inputs` (the module
     docstring). `key` names the query and whatever else its SQL depends on. `build` makes model
     instances (no `.values()`), and takes any time it filters by from `inputs` (a read's "now"
     too: a time the build took itself would be reused stale, so such a query is never reused).
+    `generic`: as `Query.generic`.
     """
-    query = Query(key, build, inputs)
+    query = Query(key, build, inputs, generic=generic)
     ahead = _ahead.get()
     if ahead:
         rows = ahead.pop(_ahead_key(query), None)
@@ -461,6 +467,19 @@ class _PreparingCursor(psycopg.Cursor[Any]):
         return super().execute(query, params, prepare=True, binary=kwargs.get("binary"))
 
 
+# Every execution of a prepared statement is planned for its values (the session's
+# `plan_cache_mode`, config/settings.py): a generic plan, made once without them, chose an exact
+# scan of 50,000 rows where the values called for the HNSW index (bench/search.py). A pipeline
+# of statements whose plan cannot depend on their values (a credential's lookup by its unique
+# prefix, an INSERT, a row read back by its primary key) starts with this statement instead,
+# which lets PostgreSQL keep a generic plan for them, and ends with the other, which puts the
+# session's mode back for what follows in the same transaction (in autocommit the pipeline is one
+# implicit transaction): what saves their planning on every request. Neither is a query of the
+# application's: they bypass Django's cursor wrapper, and its statement counts.
+GENERIC_PLAN = ("SELECT set_config('plan_cache_mode', 'auto', true)", [])
+CUSTOM_PLAN = ("SELECT set_config('plan_cache_mode', 'force_custom_plan', true)", [])
+
+
 def _preparing() -> bool:
     """Whether prepared statements are on: the connection's psycopg threshold is set
     (settings.PREPARED_STATEMENTS; None turns psycopg's preparing off altogether)."""
@@ -469,34 +488,42 @@ def _preparing() -> bool:
 
 
 def _send_prepared(
-    statements: list[tuple[str, list[Any]]], returning: list[bool] | None = None
+    statements: list[tuple[str, list[Any]]],
+    returning: list[bool] | None = None,
+    *,
+    generic: bool = False,
 ) -> list[list[tuple[Any, ...]]]:
     """Each statement's rows, run as prepared statements bound server-side, in order; more
     than one in a pipeline (one round trip; the server still plans each after the one before
     has run). Through Django's cursor wrapper, so that its error translation and execute
     wrappers (statement counts, the debug log) see each statement as any other. `returning`
     says which statements have rows to fetch (all, by default; not an INSERT without
-    RETURNING)."""
+    RETURNING). `generic`: they may run on generic plans (`GENERIC_PLAN`)."""
     if not statements:
         return []
     raw = connection.connection
     # Django's own wrapping of a new cursor (debug log, execute wrappers, error translation)
     wrap = connection._prepare_cursor  # type: ignore[attr-defined]
     cursors = [wrap(_PreparingCursor(raw)) for _ in statements]
+    modes = [_PreparingCursor(raw), _PreparingCursor(raw)] if generic else []
+    fetched = returning or [True] * len(statements)
     try:
-        fetched = returning or [True] * len(statements)
-        if len(statements) == 1:
+        if len(statements) == 1 and not generic:
             cursors[0].execute(*statements[0])
             return [cursors[0].fetchall() if fetched[0] else []]
         with raw.pipeline():
+            if modes:
+                modes[0].execute(*GENERIC_PLAN)
             for cursor, statement in zip(cursors, statements, strict=True):
                 cursor.execute(*statement)
+            if modes:
+                modes[1].execute(*CUSTOM_PLAN)
             return [
                 cursor.fetchall() if rows else []
                 for cursor, rows in zip(cursors, fetched, strict=True)
             ]
     finally:
-        for cursor in cursors:
+        for cursor in (*cursors, *modes):
             cursor.close()
 
 
@@ -511,12 +538,12 @@ def fetch_after(
     return rows, found
 
 
-def execute(sql: str, params: list[Any]) -> list[tuple[Any, ...]]:
+def execute(sql: str, params: list[Any], *, generic: bool = False) -> list[tuple[Any, ...]]:
     """One statement of fixed text (SQL written out, not compiled from a shape) and its rows,
     as a prepared statement when they are on: for a statement every request sends (the audit
-    event's insert)."""
+    event's insert). `generic`: as `Query.generic`."""
     if _preparing():
-        [rows] = _send_prepared([(sql, params)])
+        [rows] = _send_prepared([(sql, params)], generic=generic)
         return rows
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
@@ -533,7 +560,8 @@ def _send(
     planned = [_template(q) for q in queries]
     if _preparing() and all(isinstance(t, _Template | _Empty) for t, _ in planned):
         sent = [(t.sql, t.bound(v)) for t, v in planned if isinstance(t, _Template)]
-        fetched = iter(_send_prepared(([first] if first else []) + sent))
+        generic = all(q.generic for q in queries)
+        fetched = iter(_send_prepared(([first] if first else []) + sent, generic=generic))
         first_rows = next(fetched) if first else None
         found: list[list[Any]] = []
         for query, (template, _) in zip(queries, planned, strict=True):
@@ -637,7 +665,8 @@ def insert_together(*groups: Sequence[Model], then: Query | None = None) -> list
         if isinstance(template, _Template):
             sent.append((template.sql, template.bound(values)))
             returning.append(True)
-        results = _send_prepared(sent, returning)
+        # INSERTs plan alike whatever their values; `then` says for itself
+        results = _send_prepared(sent, returning, generic=then is None or then.generic)
         for group, (_, _, compiler), returned in zip(lists, inserts, results, strict=False):
             if compiler.returning_fields:
                 _set_returned(group, compiler, returned)

@@ -138,3 +138,42 @@ def test_a_new_connection_holds_the_semantic_legs_scan_settings() -> None:
     from facts.search import EF_SEARCH, MAX_SCAN_TUPLES
 
     assert found == ("strict_order", str(EF_SEARCH), str(MAX_SCAN_TUPLES))
+
+
+def test_lookups_keep_a_generic_plan_and_searches_are_planned_for_their_values(
+    api, world, settings
+) -> None:
+    # given: the hashing embedder, and a fact to find
+    settings.EMBEDDER = "hashing"
+    note(world, "likes green tea", "p-1")
+    prepared.forget()
+    connection.connection.execute("DEALLOCATE ALL")
+    connection.connection._prepared.clear()
+
+    # when: an app searches more times than PostgreSQL plans for the values before it considers
+    # a generic plan (5)
+    for _ in range(8):
+        response = api.post(
+            "/v1/facts/search",
+            {"mode": "semantic", "query": "green tea"},
+            format="json",
+            **world.app.headers,
+        )
+        assert response.status_code == 200
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT statement, generic_plans, custom_plans FROM pg_prepared_statements")
+        held = cursor.fetchall()
+
+    # then: the key's lookup (by its unique prefix) and the audit event's insert run on a
+    # generic plan, while the semantic leg (its index scan, and the exact scan after it: one
+    # readable fact) is planned for each search's values
+    lookup = [row for row in held if '"kindmem_apikey"' in row[0] and "prefix" in row[0]]
+    audit = [row for row in held if row[0].lstrip().startswith("WITH policy AS")]
+    leg = [row for row in held if "<=>" in row[0]]
+    assert len(lookup) == 1
+    assert len(audit) == 1
+    assert len(leg) == 2
+    assert lookup[0][1] > 0
+    assert audit[0][1] > 0
+    assert [generic for _, generic, _ in leg] == [0, 0]
+    assert all(custom >= 8 for _, _, custom in leg)
