@@ -476,8 +476,11 @@ class _PreparingCursor(psycopg.Cursor[Any]):
 # session's mode back for what follows in the same transaction (in autocommit the pipeline is one
 # implicit transaction): what saves their planning on every request. Neither is a query of the
 # application's: they bypass Django's cursor wrapper, and its statement counts.
-GENERIC_PLAN = ("SELECT set_config('plan_cache_mode', 'auto', true)", [])
-CUSTOM_PLAN = ("SELECT set_config('plan_cache_mode', 'force_custom_plan', true)", [])
+GENERIC_PLAN: tuple[str, list[Any]] = ("SELECT set_config('plan_cache_mode', 'auto', true)", [])
+CUSTOM_PLAN: tuple[str, list[Any]] = (
+    "SELECT set_config('plan_cache_mode', 'force_custom_plan', true)",
+    [],
+)
 
 
 def _preparing() -> bool:
