@@ -9,13 +9,14 @@ neighbours. Semantic and hybrid recall without an embedder fail loudly.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from django.db import connection, transaction
 from pgvector.django import CosineDistance
 
+from embeddings.budget import embedding_pool
 from embeddings.hnsw import hnsw_settings
 from embeddings.providers import embed_query
 from kindmem.access import Readers
@@ -110,16 +111,24 @@ def semantic_leg(
 def recall_search(*, request: RecallQuery) -> list[RecallHit]:
     """The hits of one recall, best first (`list`: newest first), each with its neighbours.
 
-    `semantic` and `hybrid` embed the query before any SQL runs (`embedding-unavailable`
-    without an embedder, never an empty list)."""
+    `semantic` embeds the query before any SQL runs, `hybrid` while its keyword leg runs (on
+    the process's embedding threads: the model releases the GIL), before its semantic leg;
+    either fails with `embedding-unavailable` without an embedder, never with an empty list, and
+    writes nothing."""
     if request.mode not in MODES:
         raise ValueError(f"unknown recall mode {request.mode!r}")
-    vector: list[float] | None = None
-    model = ""
-    if request.mode in (SEMANTIC, HYBRID_MODE):
+    if request.mode == SEMANTIC:
         assert request.query is not None
         vector, model = embed_query(request.query)
-    return recall_search_embedded(request=request, vector=vector, model=model)
+        return _recall(request, lambda: (vector, model))
+    if request.mode == HYBRID_MODE:
+        assert request.query is not None
+        pending = embedding_pool().submit(embed_query, request.query)
+        try:
+            return _recall(request, pending.result)
+        finally:
+            pending.cancel()  # a leg that failed first: the embedding, if not started, is dropped
+    return _recall(request, lambda: (None, ""))
 
 
 def recall_search_embedded(
@@ -131,6 +140,14 @@ def recall_search_embedded(
     `hybrid` runs both legs, each `HYBRID.depth(top_k)` deep, and fuses them as fact search does
     (`kindmem.fusion.HYBRID`); its hits carry their neighbours like every other mode's. Named
     rerankers reorder a deeper pool (`kindmem.rerank`) before the page is cut."""
+    return _recall(request, lambda: (vector, model))
+
+
+def _recall(
+    request: RecallQuery, embedded: Callable[[], tuple[Sequence[float] | None, str]]
+) -> list[RecallHit]:
+    """One recall; `embedded()` gives the query's vector and its model, asked only where a
+    leg needs it (hybrid: after its keyword leg)."""
     base = recallable(request)
     rerankers = rerankers_named(request.rerank) if request.mode != "list" else []
     page = candidate_pool(request.top_k) if rerankers else request.top_k
@@ -144,6 +161,7 @@ def recall_search_embedded(
             for i, (m, s) in enumerate(keyword_leg(base, request.query, page), start=1)
         ]
     elif request.mode == SEMANTIC:
+        vector, model = embedded()
         assert vector is not None
         hits = [
             RecallHit(message=m, score=s, ranks={SEMANTIC: i})
@@ -151,10 +169,12 @@ def recall_search_embedded(
         ]
     else:
         assert request.query is not None
-        assert vector is not None
         depth = max(HYBRID.depth(request.top_k), page)
+        keyword = [m for m, _ in keyword_leg(base, request.query, depth)]
+        vector, model = embedded()
+        assert vector is not None
         legs = {
-            KEYWORD: [m for m, _ in keyword_leg(base, request.query, depth)],
+            KEYWORD: keyword,
             SEMANTIC: [m for m, _ in semantic_leg(base, depth, vector, model)],
         }
         fused = HYBRID.fuse(legs, key=lambda m: m.pk)[:page]

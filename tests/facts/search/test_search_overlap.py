@@ -11,46 +11,15 @@ from typing import Any
 import pytest
 from django.db import connection
 
-from embeddings.providers import HashingEmbedder
 from facts import search as fact_search_module
 from facts import services
 from facts.models import EmbeddingState
 from facts.search import FactSearch, fact_search, fact_search_embedded
 from kindmem.access import readers_for
+from tests.embedding_probes import WAIT_SECONDS, WaitingEmbedder, releasing_on
 from tests.facts.search.conftest import HASHING, plant
 
 pytestmark = pytest.mark.django_db
-
-WAIT_SECONDS = 5
-
-
-class WaitingEmbedder(HashingEmbedder):
-    """The hashing model, answering only once `released` is set (or after WAIT_SECONDS):
-    work that waits for its vector before doing anything else cannot release it."""
-
-    def __init__(self, released: threading.Event) -> None:
-        super().__init__()
-        self.released = released
-        self.started = threading.Event()
-        self.calls = 0
-        self.waited_out = False
-
-    def embed(self, texts: list[str]) -> list[list[float]]:
-        self.calls += 1
-        self.started.set()
-        self.waited_out = not self.released.wait(WAIT_SECONDS)
-        return super().embed(texts)
-
-
-def releasing_on(fragment: str, released: threading.Event) -> Any:
-    """An execute wrapper that sets `released` when a statement containing `fragment` runs."""
-
-    def wrapper(execute: Any, sql: str, params: Any, many: bool, context: Any) -> Any:
-        if fragment in sql:
-            released.set()
-        return execute(sql, params, many, context)
-
-    return wrapper
 
 
 def test_the_keyword_leg_runs_while_the_query_is_embedded_with_the_same_hits(
