@@ -69,8 +69,10 @@ def embedding_pool() -> ThreadPoolExecutor:
 
 
 class PendingEmbedding:
-    """A write's texts being embedded on the embedding threads since it was made
-    (`embedding_started`); `result()` waits for what is left of the budget."""
+    """`texts` (one provider call: a batch) being embedded on the embedding threads from the
+    moment this is made, for a write that has other work to do first; the budget
+    (`settings.EMBED_BUDGET_MS`) counts from then. Call `result()` before taking any row lock:
+    it waits for what is left of the budget."""
 
     def __init__(self, texts: Sequence[str]) -> None:
         self._started = time.monotonic()
@@ -108,13 +110,6 @@ class PendingEmbedding:
             logger.warning("embedding on write failed; the embed task will retry", exc_info=True)
             return Embedded(EmbedOutcome.FAILED)
         return Embedded(EmbedOutcome.DONE, vectors=vectors, model=self._model)
-
-
-def embedding_started(texts: Sequence[str]) -> PendingEmbedding:
-    """Start embedding `texts` (one provider call: a batch) now, for a write that has other
-    work to do first; the budget (`settings.EMBED_BUDGET_MS`) counts from now. Call its
-    `result()` before taking any row lock."""
-    return PendingEmbedding(texts)
 
 
 def embed_within_budget(texts: Sequence[str]) -> Embedded:

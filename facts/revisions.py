@@ -20,7 +20,6 @@ from embeddings.budget import (
     EmbedOutcome,
     PendingEmbedding,
     embed_within_budget,
-    embedding_started,
 )
 from embeddings.providers import get_embedder
 from facts.models import EmbeddingState, Fact, Revision, Subject
@@ -70,7 +69,7 @@ def embed_for_write(content: Any) -> Embedded:
 def embedding_for_write(content: Any) -> PendingEmbedding:
     """`embed_for_write`, started now, while the write reads what it needs: its `result()`
     (before any lock) waits for what is left of the budget."""
-    return embedding_started([search_text_of(content)])
+    return PendingEmbedding([search_text_of(content)])
 
 
 def embedded_copy(revision: Revision) -> Embedded:
