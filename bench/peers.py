@@ -21,9 +21,12 @@ rotating order), with distinct query texts per search so that no query vector is
   `fact_search` in-process (embed + the guarded queries, as the app role behind row security),
   and `POST /v1/facts/search` over HTTP to gunicorn as production starts it (config.gunicorn_conf,
   2 workers), semantic and hybrid (the plain table has no keyword leg: hybrid is held against
-  its one semantic query);
-- writes, one client, sequential: the plain `INSERT` with its embedding against
-  `POST /v1/facts` over HTTP (the server embeds on write, within its budget), in facts/s.
+  its one semantic query); over HTTP twice: a new connection per request (`http`) and one
+  connection kept between requests (`http_kept`, as kindmem's clients and httpx keep theirs);
+- writes, one client per side, sequential: the plain `INSERT` with its embedding against
+  `POST /v1/facts` over HTTP (the server embeds on write, within its budget), both ways of
+  connecting, each HTTP side as its own credential (the write rate is per credential), in
+  facts/s.
 
 It prints p50/p95 per figure and the ratios kindmem / plain, and writes
 bench/results/peers-<embedder>.json. Every figure includes embedding the text with the same
@@ -78,6 +81,8 @@ DATABASE = "kindmem_bench_peers"
 ROOT = Path(__file__).resolve().parent
 MODES = ("semantic", "hybrid")
 TOP_K = 10
+# plain table, kindmem in-process, over HTTP with a connection per request, with one kept
+SEARCHERS = ("plain", "in_process", "http", "http_kept")
 
 
 # ---- the three searchers -----------------------------------------------------------------------
@@ -143,24 +148,43 @@ class InProcess:
 
 
 class Http:
-    """A client of the API: one request per call, as a plain HTTP client makes it."""
+    """A client of the API. `keep=False`: a new connection per request, as a plain HTTP client
+    makes it; `keep=True`: one connection kept between requests, as kindmem's clients (httpx)
+    and most agents' HTTP libraries keep theirs."""
 
-    def __init__(self, port: int) -> None:
+    def __init__(self, port: int, *, keep: bool = False) -> None:
         self.port = port
+        self.keep = keep
+        self._kept: http.client.HTTPConnection | None = None
 
     def post(self, path: str, token: str, body: dict) -> tuple[int, dict]:
-        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=60)
-        try:
-            conn.request(
-                "POST",
-                path,
-                body=json.dumps(body),
-                headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"},
-            )
-            response = conn.getresponse()
-            return response.status, json.loads(response.read())
-        finally:
-            conn.close()
+        headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
+        if not self.keep:
+            conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=60)
+            try:
+                return self._exchange(conn, path, body, headers)
+            finally:
+                conn.close()
+        for attempt in (1, 2):
+            if self._kept is None:
+                self._kept = http.client.HTTPConnection("127.0.0.1", self.port, timeout=60)
+            try:
+                return self._exchange(self._kept, path, body, headers)
+            except (http.client.RemoteDisconnected, ConnectionError):
+                # the server closed the idle connection (its keepalive) before this request
+                self._kept.close()
+                self._kept = None
+                if attempt == 2:
+                    raise
+        raise AssertionError("unreachable")
+
+    @staticmethod
+    def _exchange(
+        conn: http.client.HTTPConnection, path: str, body: dict, headers: dict[str, str]
+    ) -> tuple[int, dict]:
+        conn.request("POST", path, body=json.dumps(body), headers=headers)
+        response = conn.getresponse()
+        return response.status, json.loads(response.read())
 
     def search(self, token: str, query: str, mode: str) -> list:
         status, body = self.post(
@@ -307,6 +331,7 @@ def main() -> None:
     plain = Plain(plain_db, embedder)
     inproc = InProcess(runs)
     client = Http(args.port)
+    kept = Http(args.port, keep=True)
     embedder.embed(["warm up"])
     from tests.processes import embedded_broker
 
@@ -314,9 +339,16 @@ def main() -> None:
         server = start_server(args.port, args.embedder, broker.url)
         try:
             wait_for(server, client, runs[0].token)
-            results["search"] = search_figures(asked, plain, inproc, client, runs)
+            results["search"] = search_figures(asked, plain, inproc, client, kept, runs)
             results["search_statements_in_process"] = inproc.statements
-            results["write"] = write_figures(args.writes, plain, client, app.token, str(project.id))
+            # a credential per HTTP side: each stays within the write rate (KINDMEM_WRITE_RATE)
+            kept_app = factories.app_key_create(project.tenant, [project])
+            results["write"] = write_figures(
+                args.writes,
+                plain,
+                {"http": (client, app.token), "http_kept": (kept, kept_app.token)},
+                str(project.id),
+            )
         finally:
             server.send_signal(signal.SIGTERM)
             server.wait(timeout=30)
@@ -355,27 +387,30 @@ def search_figures(
     plain: Plain,
     inproc: InProcess,
     client: Http,
+    kept: Http,
     runs: dict[int, Any],
 ) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for mode in MODES:
-        samples: dict[str, list[float]] = {"plain": [], "in_process": [], "http": []}
+        samples: dict[str, list[float]] = {k: [] for k in SEARCHERS}
         hit_counts: dict[str, list[int]] = {k: [] for k in samples}
         calls = {
             "plain": lambda u, q: plain.search(u, q),
             "in_process": lambda u, q, m=mode: inproc.search(u, q, m),
             "http": lambda u, q, m=mode: client.search(runs[u].token, q, m),
+            "http_kept": lambda u, q, m=mode: kept.search(runs[u].token, q, m),
         }
         order = list(calls)
         for i, (user, query) in enumerate(asked[mode]):
-            for name in order[i % 3 :] + order[: i % 3]:  # rotate who goes first
+            turn = i % len(order)
+            for name in order[turn:] + order[:turn]:  # rotate who goes first
                 seconds, hits = timed(calls[name], user, query)
                 samples[name].append(seconds)
                 hit_counts[name].append(len(hits))
         out[mode] = {name: pct(s) for name, s in samples.items()}
         for name, counts in hit_counts.items():
             out[mode][name]["mean_hits"] = round(statistics.mean(counts), 2)
-        for name in ("in_process", "http"):
+        for name in SEARCHERS[1:]:
             out[mode][f"{name}_over_plain"] = {
                 p: round(out[mode][name][p] / out[mode]["plain"][p], 2) for p in ("p50", "p95")
             }
@@ -384,31 +419,38 @@ def search_figures(
 
 
 def write_figures(
-    n: int, plain: Plain, client: Http, token: str, project_id: str
+    n: int, plain: Plain, http_sides: dict[str, tuple[Http, str]], project_id: str
 ) -> dict[str, Any]:
-    """Alternating blocks of 10, one writer each, distinct texts on each side."""
+    """Rotating blocks of 10, one writer each, distinct texts on each side; each HTTP side
+    (a client and its credential's token) writes as its own credential."""
+    sides_in_order = ["plain", *http_sides]
     texts = [
         (f"{WRITER_PREFIX}{i % 50:02d}", f"{t} (note {i})")
-        for i, (_, t, _) in enumerate(generate(50, (2 * n) // 50 + 1, 99)[: 2 * n])
+        for i, (_, t, _) in enumerate(generate(50, (3 * n) // 50 + 1, 99)[: 3 * n])
     ]
     for user, text in texts[:4]:  # both workers warm on the write path too
+        client, token = http_sides["http"]
         client.write(token, project_id, user, f"warm up {text}")
-    samples: dict[str, list[float]] = {"plain": [], "http": []}
+    samples: dict[str, list[float]] = {side: [] for side in sides_in_order}
     block = 10
     for start in range(0, n, block):
-        sides = ["plain", "http"] if (start // block) % 2 == 0 else ["http", "plain"]
-        for side in sides:
+        turn = (start // block) % len(sides_in_order)
+        for side in sides_in_order[turn:] + sides_in_order[:turn]:
             for i in range(start, min(start + block, n)):
-                user, text = texts[2 * i + (side == "http")]
+                user, text = texts[3 * i + sides_in_order.index(side)]
                 if side == "plain":
                     seconds, _ = timed(plain.write, user, text)
                 else:
+                    client, token = http_sides[side]
                     seconds, _ = timed(client.write, token, project_id, user, text)
                 samples[side].append(seconds)
     out: dict[str, Any] = {}
     for side, s in samples.items():
         out[side] = {**pct(s), "facts_per_s": round(len(s) / sum(s), 1)}
-    out["http_rate_over_plain"] = round(out["http"]["facts_per_s"] / out["plain"]["facts_per_s"], 3)
+    for side in http_sides:
+        out[f"{side}_rate_over_plain"] = round(
+            out[side]["facts_per_s"] / out["plain"]["facts_per_s"], 3
+        )
     print(f"  write: {json.dumps(out)}", flush=True)
     return out
 
@@ -423,7 +465,7 @@ def report(results: dict[str, Any]) -> None:
     print(f"{'search (ms)':28} {'p50':>8} {'p95':>8} {'x plain p50':>12} {'x plain p95':>12}")
     for mode in MODES:
         figures = results["search"][mode]
-        for name in ("plain", "in_process", "http"):
+        for name in SEARCHERS:
             f = figures[name]
             ratio = figures.get(f"{name}_over_plain", {"p50": 1.0, "p95": 1.0})
             print(
@@ -433,10 +475,11 @@ def report(results: dict[str, Any]) -> None:
     print(f"statements per in-process search: {results['search_statements_in_process']}")
     w = results["write"]
     print(f"{'write':28} {'p50 ms':>8} {'p95 ms':>8} {'facts/s':>12}")
-    for side in ("plain", "http"):
+    for side in ("plain", "http", "http_kept"):
         print(f"{side:28} {w[side]['p50']:>8} {w[side]['p95']:>8} {w[side]['facts_per_s']:>12}")
     print(
-        f"HTTP write rate / plain insert rate: {w['http_rate_over_plain']}"
+        f"HTTP write rate / plain insert rate: {w['http_rate_over_plain']}, connection kept:"
+        f" {w['http_kept_rate_over_plain']}"
         f" (revisions left for the worker: {w['kindmem_not_embedded_on_write']})"
     )
 

@@ -192,7 +192,12 @@ def fact_create(
         # Last-write-wins types dedup scope-wide by content; a bounded ring dedups per entity
         # only (the 003 seed): two equal turns of a conversation are two records.
         asked = (tenant_id, type, key, hash_, same, readers, timezone.now())
-        existing = None if cap is not None else _first(prepared.fetch("fact-same", _same, asked))
+        # by the content's hash, its index the plan whatever the values: a generic plan
+        existing = (
+            None
+            if cap is not None
+            else _first(prepared.fetch("fact-same", _same, asked, generic=True))
+        )
         if existing is not None:
             if not _adds_to(
                 existing, subjects=given_subjects, retention=retention, source=source, tags=tags

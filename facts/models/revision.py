@@ -310,6 +310,14 @@ class Revision(models.Model):
                 condition=Q(embedding_state="pending", invalidated_at__isnull=True),
                 name="revision_embedding_waiting",
             ),
+            # a write's dedup (`facts.services._same`): the current revision of the same content,
+            # found by its hash whatever the size of the writer's scope, on one plan for any
+            # values (a generic plan: kindmem.prepared); without it, the scope's every fact
+            models.Index(
+                fields=["tenant", "content_hash"],
+                condition=Q(invalidated_at__isnull=True),
+                name="revision_current_content",
+            ),
             # keyword search over search_vector
             GinIndex(fields=["search_vector"], name="revision_search_gin"),
             # semantic search: cosine distance over embedding. ef_construction 128 (pgvector's

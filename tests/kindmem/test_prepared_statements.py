@@ -177,3 +177,46 @@ def test_lookups_keep_a_generic_plan_and_searches_are_planned_for_their_values(
     assert audit[0][1] > 0
     assert [generic for _, generic, _ in leg] == [0, 0]
     assert all(custom >= 8 for _, _, custom in leg)
+
+
+def test_a_writes_dedup_keeps_a_generic_plan_that_finds_the_content_by_its_index(
+    api, world, settings
+) -> None:
+    # given: the hashing embedder, an end user with facts, and no statement prepared yet
+    settings.EMBEDDER = "hashing"
+    for i in range(20):
+        note(world, f"earlier note {i}", "p-1")
+    connection.connection.execute("DEALLOCATE ALL")
+    connection.connection._prepared.clear()
+    prepared.forget()
+
+    # when: an app writes into that scope more times than PostgreSQL plans for the values
+    # before it considers a generic plan (5)
+    for i in range(8):
+        response = api.post(
+            "/v1/facts",
+            {
+                "type": "note",
+                "content": f"new note {i}",
+                "scope": {"project_id": str(world.project.id), "participant_id": "p-1"},
+            },
+            format="json",
+            **world.app.headers,
+        )
+        assert response.status_code == 201, response.json()
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT statement, generic_plans FROM pg_prepared_statements"
+            " WHERE statement LIKE '%%\"content_hash\" = $%%'"
+        )
+        [(statement, generic_plans)] = cursor.fetchall()
+        # a test's tables are small enough to read whole: the plan among the indexes is asked
+        cursor.execute("ANALYZE facts_revision, facts_fact")
+        cursor.execute("SET LOCAL enable_seqscan = off")
+        cursor.execute("EXPLAIN (GENERIC_PLAN) " + statement)
+        plan = "\n".join(row[0] for row in cursor.fetchall())
+
+    # then: the dedup's lookup runs on a generic plan, and that plan finds the content by its
+    # hash's index, whatever the size of the writer's scope
+    assert generic_plans > 0
+    assert "revision_current_content" in plan
