@@ -1,4 +1,5 @@
 from django.apps import AppConfig
+from django.db.backends.signals import connection_created
 
 
 class KindmemConfig(AppConfig):
@@ -9,6 +10,9 @@ class KindmemConfig(AppConfig):
         from django.utils.module_loading import autodiscover_modules
 
         from kindmem import schema  # noqa: F401 - registers the Bearer scheme with the schema
+        from kindmem.prepared import register_vector_params
+
+        connection_created.connect(register_vector_params, dispatch_uid="kindmem-vector-params")
 
         # Every app's console_names module: how the console names its rows (like admin.py,
         # found here so that a lower app's page names a higher app's rows without importing it).

@@ -9,6 +9,9 @@ from typing import Any
 import pytest
 from django.db import connection, connections
 from django.utils import timezone
+from pgvector import Vector
+from psycopg.adapt import PyFormat
+from psycopg.pq import Format
 
 from facts import services
 from facts.models import Revision
@@ -220,3 +223,47 @@ def test_a_writes_dedup_keeps_a_generic_plan_that_finds_the_content_by_its_index
     # hash's index, whatever the size of the writer's scope
     assert generic_plans > 0
     assert "revision_current_content" in plan
+
+
+def test_a_semantic_search_sends_its_vector_in_binary_and_finds_what_text_found(
+    world, settings
+) -> None:
+    # given: the hashing embedder, facts of an end user, and the search's hits with the vector
+    # sent as text (prepared statements off: Django's client-side binding writes it out)
+    settings.EMBEDDER = "hashing"
+    for text in ("likes green tea", "walks the dog at six", "reads poetry in bed"):
+        note(world, text, "p-1")
+    from facts.search import FactSearch, fact_search
+
+    search = FactSearch(
+        tenant_id=world.tenant.id,
+        readers=reader_of(world, "p-1"),
+        mode="semantic",
+        query="green tea",
+        top_k=3,
+    )
+    threshold = connection.connection.prepare_threshold
+    connection.connection.prepare_threshold = None
+    try:
+        as_text = [(h.revision.pk, round(h.score, 6)) for h in fact_search(search=search)]
+    finally:
+        connection.connection.prepare_threshold = threshold
+    sent: list[Any] = []
+
+    def record(execute: Any, sql: str, params: Any, many: bool, context: Any) -> Any:
+        if "<=>" in sql:
+            sent.extend(params)
+        return execute(sql, params, many, context)
+
+    # when: the same search runs as a prepared statement
+    with connection.execute_wrapper(record):
+        as_binary = [(h.revision.pk, round(h.score, 6)) for h in fact_search(search=search)]
+
+    # then: its vector went as pgvector's Vector (binary on the wire: kindmem.prepared), no
+    # vector was written out as text, and the hits and scores are the same
+    assert any(isinstance(p, Vector) for p in sent)
+    assert not any(isinstance(p, str) and p.startswith("[") for p in sent)
+    dumper = connection.connection.adapters.get_dumper(Vector, PyFormat.AUTO)
+    assert dumper.format == Format.BINARY
+    assert as_binary == as_text
+    assert len(as_text) == 3
