@@ -333,6 +333,11 @@ def main() -> None:
     client = Http(args.port)
     kept = Http(args.port, keep=True)
     embedder.embed(["warm up"])
+    # the web process's collector settings (config/wsgi.py), once everything is loaded: the
+    # in-process searches run as the web process runs them (the plain table's share them)
+    from config.collector import tune_for_serving
+
+    tune_for_serving()
     from tests.processes import embedded_broker
 
     with tempfile.TemporaryDirectory() as broker_dir, embedded_broker(Path(broker_dir)) as broker:
