@@ -215,6 +215,9 @@ def start_server(port: int, embedder: str, broker_url: str) -> subprocess.Popen[
         "SECRET_KEY": "bench-peers",
         "KINDMEM_EMBEDDER": embedder,
         "KINDMEM_EMBEDDER_THREADS": "1",
+        # every search embeds its question: the two HTTP sides ask the same questions, and a
+        # worker's query cache would answer the second from the first
+        "KINDMEM_QUERY_CACHE_SIZE": "0",
         "CELERY_BROKER_URL": broker_url,
         "DEBUG": "0",
         "ALLOWED_HOSTS": "127.0.0.1,localhost",
@@ -272,6 +275,7 @@ def main() -> None:
     args = parser.parse_args()
 
     settings.EMBEDDER = args.embedder
+    settings.QUERY_CACHE_SIZE = 0  # as the server's (start_server): no query vector reused
     from embeddings.providers import get_embedder
 
     embedder = get_embedder()

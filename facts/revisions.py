@@ -22,7 +22,7 @@ from embeddings.budget import (
     embed_within_budget,
 )
 from embeddings.providers import get_embedder
-from facts.models import EmbeddingState, Fact, Revision, Subject
+from facts.models import EmbeddingState, Fact, Revision, Subject, subject_rows
 from facts.provenance import Attribution, content_hash, search_text_of
 from facts.retention import Retention
 from facts.scopes import SubjectInput
@@ -53,6 +53,30 @@ class Checked:
 
     query: prepared.Query
     rows: list[Any] = field(default_factory=list)
+
+
+@dataclass
+class ReadBack:
+    """The revision a write wrote, as stored (`stored_revision`), read in the write's round
+    trip (`write_revision`); None until then."""
+
+    revision: Revision | None = None
+
+
+def stored_revision(pk: uuid.UUID) -> prepared.Query:
+    """A revision as the database keeps it (JSON as stored), its fact and its subjects (in
+    `subject_rows`): what a write answers with. By primary key: one plan whatever the value."""
+    return prepared.Query("fact-written", _stored, pk, generic=True)
+
+
+def _stored(pk: uuid.UUID) -> Any:
+    # the vector and the tsvector are large and never rendered
+    return (
+        Revision.objects.filter(pk=pk)
+        .select_related("fact")
+        .defer("embedding", "search_vector", "search_text")
+        .annotate(subject_rows=subject_rows())
+    )
 
 
 @dataclass(frozen=True)
@@ -103,11 +127,13 @@ def write_revision(
     review: str | None = None,
     new_fact: bool = False,
     checked: Checked | None = None,
+    read_back: ReadBack | None = None,
 ) -> Revision:
     """Insert one revision of `fact` with its subjects, in one round trip; with `new_fact`,
-    `fact` itself first, and with `checked`, its query read after them in the same round trip
-    (its rows in `checked.rows`). A revision the write could not embed is queued for
-    `embed_revisions` when the transaction commits."""
+    `fact` itself first, with `checked`, its query read after them in the same round trip (its
+    rows in `checked.rows`), and with `read_back`, the revision as stored after that. A
+    revision the write could not embed is queued for `embed_revisions` when the transaction
+    commits."""
     vector = embedded.vectors[0] if embedded.vectors else None
     revision = Revision(
         tenant_id=fact.tenant_id,
@@ -148,10 +174,14 @@ def write_revision(
         for s in {(s.kind, s.id): s for s in subjects}.values()
     ]
     groups = ([fact],) if new_fact else ()
-    then = checked.query if checked is not None else None
-    read = prepared.insert_together(*groups, [revision], rows, then=then)
+    then = [checked.query] if checked is not None else []
+    if read_back is not None:
+        then.append(stored_revision(revision.pk))
+    found = prepared.insert_together(*groups, [revision], rows, then=then)
     if checked is not None:
-        checked.rows = read
+        checked.rows = found[0]
+    if read_back is not None:
+        [read_back.revision] = found[-1]
     if embedded.needs_task:
         revision_id, tenant = str(revision.pk), str(fact.tenant_id)
         # a broker that cannot be reached does not fail the write: embed_backlog embeds it

@@ -12,6 +12,7 @@ The parts live beside this module: scopes (`facts.scopes`), retention and cap-cu
 
 from __future__ import annotations
 
+import dataclasses
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -46,6 +47,7 @@ from facts.review_reasons import Finding
 from facts.revisions import (
     Checked,
     Draft,
+    ReadBack,
     Verification,
     check_expected,
     embed_for_write,
@@ -87,6 +89,9 @@ class WriteResult:
     # an agent's write that waits for a person (`review: pending`): why, and its approval
     reasons: list[str] = field(default_factory=list)
     approval_id: uuid.UUID | None = None
+    # the revision as stored (`facts.revisions.stored_revision`), where the write read it in
+    # its own round trip; else None, and its response reads it
+    stored: Revision | None = None
 
 
 def _check_validity(valid_from: datetime | None, valid_until: datetime | None) -> None:
@@ -103,7 +108,7 @@ def _queued(
     approval_id = review_open(
         principal=principal, revision=result.revision, reasons=reasons, findings=findings
     )
-    return WriteResult(result.revision, result.outcome, reasons=reasons, approval_id=approval_id)
+    return dataclasses.replace(result, reasons=reasons, approval_id=approval_id)
 
 
 def _adds_to(
@@ -232,6 +237,7 @@ def fact_create(
             # by the new fact's primary key: one plan whatever the readers' values
             prepared.Query("fact-create-readable", _readable_fact, (fact.pk, readers), generic=True)
         )
+        stored = ReadBack()  # what the response renders, read in the same round trip
         revision = write_revision(
             fact=fact,
             version=1,
@@ -254,6 +260,7 @@ def fact_create(
             now=now,
             new_fact=True,
             checked=readable,
+            read_back=stored,
         )
         if not readable.rows:
             raise Forbidden(
@@ -261,7 +268,8 @@ def fact_create(
             )
         if cap is not None:
             cap_cull(fact, cap, by=f"policy:{WritePolicyKind.CAP_CULL.value}", now=now)
-        return _queued(principal, WriteResult(revision, Outcome.CREATED), reasons, findings)
+        created = WriteResult(revision, Outcome.CREATED, stored=stored.revision)
+        return _queued(principal, created, reasons, findings)
 
 
 def _create_reads(
@@ -409,6 +417,7 @@ def fact_supersede(
             expires_at = None if new_retention.legal_hold else new_retention.keep_until
         elif new_retention == kept:
             expires_at = current.expires_at
+    stored = ReadBack()  # what the response renders, read in the write's round trip
     revision = write_revision(
         fact=fact,
         version=next_version(fact),
@@ -433,8 +442,10 @@ def fact_supersede(
         review=Review.PENDING if waits else None,
         embedded=embedded,
         now=now,
+        read_back=stored,
     )
-    return _queued(principal, WriteResult(revision, Outcome.SUPERSEDED), reasons, findings)
+    superseded = WriteResult(revision, Outcome.SUPERSEDED, stored=stored.revision)
+    return _queued(principal, superseded, reasons, findings)
 
 
 def can_verify(principal: Principal) -> bool:
@@ -470,6 +481,7 @@ def fact_verify(
     now = timezone.now()
     invalidate(current, by=who.label, reason=InvalidationReason.SUPERSEDED, now=now)
     retention = Retention.of_revision(current)
+    stored = ReadBack()
     revision = write_revision(
         fact=fact,
         version=next_version(fact),
@@ -491,8 +503,9 @@ def fact_verify(
         verified=Verification(by=who.label, at=now),
         embedded=embedded_copy(current),
         now=now,
+        read_back=stored,
     )
-    return WriteResult(revision, Outcome.VERIFIED)
+    return WriteResult(revision, Outcome.VERIFIED, stored=stored.revision)
 
 
 @service_atomic

@@ -18,7 +18,8 @@ from rest_framework.response import Response
 
 from audit.recording import AuditedView
 from facts import links, services
-from facts.models import Revision, RevisionQuerySet, attach_subjects, subject_rows
+from facts.models import Revision, RevisionQuerySet, attach_subjects
+from facts.revisions import stored_revision
 from facts.serializers import (
     FactCreateInput,
     FactListInput,
@@ -81,8 +82,11 @@ def _write_response(
     view: AuditedView, result: services.WriteResult, created_status: int
 ) -> Response:
     code = status.HTTP_200_OK if result.outcome == services.Outcome.UNCHANGED else created_status
-    # read back as stored (JSON as the database keeps it), compiled once (kindmem.prepared)
-    [revision] = prepared.fetch("fact-written", _written, result.revision.pk, generic=True)
+    # as stored (JSON as the database keeps it): read in the write's own round trip where it
+    # could be, else now (compiled once: kindmem.prepared)
+    revision = result.stored
+    if revision is None:
+        [[revision]] = prepared.fetch_together(stored_revision(result.revision.pk))
     attach_subjects([revision])
     audit_revisions(view, [revision])
     view.audit.query_snapshot = {"outcome": result.outcome, "version": revision.version}
@@ -93,16 +97,6 @@ def _write_response(
         "review": {"reasons": result.reasons} if result.reasons else None,
     }
     return Response(FactWriteOutput(body).data, code)
-
-
-def _written(pk: uuid.UUID) -> RevisionQuerySet:
-    # the vector and the tsvector are large and never rendered
-    return (
-        Revision.objects.filter(pk=pk)
-        .select_related("fact")
-        .defer("embedding", "search_vector", "search_text")
-        .annotate(subject_rows=subject_rows())
-    )
 
 
 class FactListView(AuditedView):

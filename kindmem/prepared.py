@@ -679,13 +679,14 @@ def forget() -> None:
         _templates.clear()
 
 
-def insert_together(*groups: Sequence[Model], then: Query | None = None) -> list[Any]:
+def insert_together(*groups: Sequence[Model], then: Sequence[Query] = ()) -> list[list[Any]]:
     """INSERT each group of new instances (one model a group, its rows in one statement), in
-    order, then read `then`'s rows: all in one round trip (one message, as `fetch_together`),
-    the rows a group's INSERT returns (an auto primary key, a generated column) set on its
-    instances as `save(force_insert=True)` and `bulk_create` set them; `then` is planned after
-    the INSERTs have run, so it reads them. Returns `then`'s rows (as `fetch` gives them). With
-    prepared statements on, each is one, all in one pipeline.
+    order, then read each query of `then`: all in one round trip (one message, as
+    `fetch_together`), the rows a group's INSERT returns (an auto primary key, a generated
+    column) set on its instances as `save(force_insert=True)` and `bulk_create` set them; each
+    read is planned after the statements before it have run, so it reads them. Returns each
+    read's rows (as `fetch` gives them). With prepared statements on, each is one, all in one
+    pipeline.
 
     No signal is sent: a model with a `pre_save` or `post_save` receiver goes through the ORM,
     as does everything with server-side binding."""
@@ -698,32 +699,33 @@ def insert_together(*groups: Sequence[Model], then: Query | None = None) -> list
                 group[0].save(force_insert=True)
             else:
                 type(group[0])._base_manager.bulk_create(group)
-        return fetch(then.key, then.build, then.inputs) if then is not None else []
+        return [fetch(q.key, q.build, q.inputs) for q in then]
     inserts = [p for p in planned if p is not None]
-    template, values = _template(then) if then is not None else (None, [])
-    statements = [sql for sql, _, _ in inserts]
-    params = [param for _, ps, _ in inserts for param in ps]
-    if isinstance(template, _Template):
-        statements.append(template.sql)
-        params.extend(template.bound(values))
-    rows: list[Any] | None = None
+    reads = [_template(q) for q in then]
+    # the reads that are one reused statement each, sent after the INSERTs
+    sent_reads = [(t, values) for t, values in reads if isinstance(t, _Template)]
+    found: list[list[Any]] = []
     if _preparing():
-        # each INSERT (its text fixed by the group's model and size) and `then` prepared, in
+        # each INSERT (its text fixed by the group's model and size) and each read prepared, in
         # one pipeline
         sent = [(sql, ps) for sql, ps, _ in inserts]
         returning = [bool(compiler.returning_fields) for _, _, compiler in inserts]
-        if isinstance(template, _Template):
-            sent.append((template.sql, template.bound(values)))
-            returning.append(True)
-        # INSERTs plan alike whatever their values; `then` says for itself
-        results = _send_prepared(sent, returning, generic=then is None or then.generic)
+        sent += [(t.sql, t.bound(values)) for t, values in sent_reads]
+        returning += [True] * len(sent_reads)
+        # INSERTs plan alike whatever their values; the reads say for themselves
+        results = _send_prepared(sent, returning, generic=all(q.generic for q in then))
         for group, (_, _, compiler), returned in zip(lists, inserts, results, strict=False):
             if compiler.returning_fields:
                 _set_returned(group, compiler, returned)
             _mark_saved(group)
-        if isinstance(template, _Template):
-            rows = template.models(results[-1])
+        found = [
+            t.models(rows) for (t, _), rows in zip(sent_reads, results[len(inserts) :], strict=True)
+        ]
     else:
+        statements = [sql for sql, _, _ in inserts] + [t.sql for t, _ in sent_reads]
+        params = [param for _, ps, _ in inserts for param in ps]
+        for t, values in sent_reads:
+            params.extend(t.bound(values))
         with connection.cursor() as cursor:
             cursor.execute(";\n".join(statements), params)
             for group, (_, _, compiler) in zip(lists, inserts, strict=True):
@@ -731,12 +733,15 @@ def insert_together(*groups: Sequence[Model], then: Query | None = None) -> list
                     _set_returned(group, compiler, cursor.fetchall())
                 _mark_saved(group)
                 cursor.nextset()
-            if isinstance(template, _Template):
-                rows = template.models(cursor.fetchall())
-    if then is None:
-        return []
-    # a shape the ORM answers without SQL, or one that is not reused: read now, after them
-    return rows if rows is not None else fetch(then.key, then.build, then.inputs)
+            for t, _ in sent_reads:
+                found.append(t.models(cursor.fetchall()))
+                cursor.nextset()
+    # a read the ORM answers without SQL, or one that is not reused: read now, after them
+    ahead = iter(found)
+    return [
+        next(ahead) if isinstance(t, _Template) else fetch(q.key, q.build, q.inputs)
+        for q, (t, _) in zip(then, reads, strict=True)
+    ]
 
 
 def _mark_saved(group: list[Model]) -> None:

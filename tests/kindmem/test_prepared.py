@@ -262,8 +262,8 @@ def test_new_rows_and_a_read_after_them_go_in_one_round_trip(world) -> None:
 
     # when: they are inserted and their org's projects read after them
     with round_trips() as trips:
-        read = prepared.insert_together(
-            [org], projects, then=prepared.Query("projects-of-org", projects_of_org, org.id)
+        [read] = prepared.insert_together(
+            [org], projects, then=[prepared.Query("projects-of-org", projects_of_org, org.id)]
         )
 
     # then: one round trip, the read saw the rows, and the instances are saved ones
