@@ -252,7 +252,9 @@ REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": ["kindmem.authentication.BearerAuthentication"],
     "DEFAULT_PERMISSION_CLASSES": ["kindmem.permissions.HasCredential"],
     "DEFAULT_PARSER_CLASSES": ["kindmem.parsers.BoundedJSONParser"],
-    "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+    # orjson: the same compact UTF-8 JSON as DRF's JSONRenderer, ~10x faster (a search's 10 KB
+    # response: bench/render_json.py)
+    "DEFAULT_RENDERER_CLASSES": ["kindmem.renderers.ApiJSONRenderer"],
     "EXCEPTION_HANDLER": "kindmem.errors.exception_handler",
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "UNAUTHENTICATED_USER": None,

@@ -1,0 +1,217 @@
+"""What one of the request's cuts buys, the request with it and without it alternating one by
+one in one process, on bench/peers.py's database (load it first with bench/peers.py).
+
+    .venv/bin/python bench/request_ab.py vector      # a search's query vector: binary or text
+    .venv/bin/python bench/request_ab.py read-back   # a write's response read in its round trip
+    .venv/bin/python bench/request_ab.py dedup       # the write's dedup lookup by scope size
+
+- `vector`: `fact_search_embedded` (semantic, top-10, a user's run, the vector given), its
+  prepared statement sent with the vector in pgvector's binary form (kindmem.prepared) or as
+  text (the dumper the connection had before), alternating per search; p50 ms of each.
+- `read-back`: `POST /v1/facts` through Django's test client (an app key, the local model
+  embedding on write), the written revision read back in the round trip that wrote it or in one
+  of its own (`write_revision(read_back=None)`), alternating per write; p50 ms of each.
+- `dedup`: the dedup lookup a write makes (the current revision of the same content in the
+  writer's scope), its planning and execution on the server (EXPLAIN ANALYZE, median of 7),
+  with the writer's scope grown to n facts, with the content index (revision_current_content)
+  and without it; in a transaction rolled back, so the database is left as it was.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
+
+import django
+
+django.setup()
+
+from django.conf import settings  # noqa: E402
+from django.db import connection, connections  # noqa: E402
+
+from bench._database import use_bench_database  # noqa: E402
+from bench.peers import DATABASE  # noqa: E402
+from bench.peers_data import WRITER_PREFIX, forget_writes, plain_connect, user_name  # noqa: E402
+
+
+def p50_ms(samples: list[float]) -> float:
+    return round(statistics.median(samples) * 1000, 3)
+
+
+def vector(rounds: int) -> None:
+    from pgvector import Vector
+
+    from embeddings.providers import embed_query
+    from facts.search import FactSearch, fact_search_embedded
+    from kindmem import prepared
+    from kindmem.access import readers_for
+    from kindmem.row_security import tenant_context
+
+    runs = _runs(20)
+    vec, model = embed_query("what does the user like to eat")
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT to_regtype('vector')::oid")
+        [oid] = cursor.fetchone()
+    binary = type("", (prepared._VectorDumper,), {"oid": oid})
+    samples: dict[str, list[float]] = {"binary": [], "text": []}
+    for i in range(rounds + 50):
+        side = ("binary", "text")[i % 2]
+        principal = runs[i % len(runs)].principal
+        search = FactSearch(
+            tenant_id=principal.tenant_id,
+            readers=readers_for(principal),
+            mode="semantic",
+            query="",
+            top_k=10,
+        )
+        with tenant_context(principal.tenant_id):
+            # the last dumper registered for a class is the one `%s` uses
+            dumper = binary if side == "binary" else prepared._VectorTextDumper
+            connection.connection.adapters.register_dumper(Vector, dumper)
+            started = time.perf_counter()
+            fact_search_embedded(search=search, vector=vec, model=model)
+            if i >= 50:
+                samples[side].append(time.perf_counter() - started)
+    print({side: p50_ms(s) for side, s in samples.items()}, "ms p50, fact_search_embedded")
+
+
+def read_back(rounds: int) -> None:
+    from django.test import Client
+
+    import facts.services as services
+    from kindmem.models import Project
+    from tests import factories
+
+    settings.ALLOWED_HOSTS = ["*"]
+    project = Project.objects.get(name="peers-project")
+    # a credential per side: each within the write rate (KINDMEM_WRITE_RATE)
+    tokens = [factories.app_key_create(project.tenant, [project]).token for _ in range(2)]
+    written_by = services.write_revision
+
+    def apart(*args: Any, **kwargs: Any) -> Any:
+        return written_by(*args, **{**kwargs, "read_back": None})
+
+    client = Client()
+    samples: dict[str, list[float]] = {"in its round trip": [], "apart": []}
+    for i in range(rounds + 20):
+        side = list(samples)[i % 2]
+        services.write_revision = written_by if i % 2 == 0 else apart
+        body = {
+            "type": "note",
+            "content": f"note {i} {time.time()} about the garden",
+            "scope": {"project_id": str(project.id), "participant_id": f"{WRITER_PREFIX}{i % 50}"},
+        }
+        started = time.perf_counter()
+        response = client.post(
+            "/v1/facts",
+            data=json.dumps(body),
+            content_type="application/json",
+            HTTP_AUTHORIZATION=f"Bearer {tokens[i % 2]}",
+        )
+        seconds = time.perf_counter() - started
+        assert response.status_code == 201, response.content
+        if i >= 20:
+            samples[side].append(seconds)
+    services.write_revision = written_by
+    forget_writes(plain_connect())
+    print({side: p50_ms(s) for side, s in samples.items()}, "ms p50, POST /v1/facts")
+
+
+def dedup(sizes: list[int]) -> None:
+    from django.test.utils import CaptureQueriesContext
+
+    from facts import services
+    from kindmem.models import Project
+    from kindmem.row_security import tenant_context
+    from tests import factories
+
+    project = Project.objects.get(name="peers-project")
+    app = factories.app_key_create(project.tenant, [project])
+    writer = f"{WRITER_PREFIX}dedup"
+    with tenant_context(project.tenant_id), CaptureQueriesContext(connection) as sent:
+        services.fact_create(
+            principal=app.principal,
+            type="note",
+            content="a note the dedup looks for",
+            scope={"project_id": str(project.id), "participant_id": writer},
+        )
+    [lookup] = [q["sql"] for q in sent.captured_queries if '"content_hash" = ' in q["sql"]]
+    raw = connection.connection
+
+    def server_ms(cursor: Any) -> float:
+        times = []
+        for _ in range(7):
+            cursor.execute("EXPLAIN (ANALYZE, SUMMARY) " + lookup)
+            out = "\n".join(row[0] for row in cursor.fetchall())
+            times.append(
+                float(re.search(r"Planning Time: ([\d.]+)", out).group(1))
+                + float(re.search(r"Execution Time: ([\d.]+)", out).group(1))
+            )
+        return statistics.median(times)
+
+    for n in sizes:
+        with raw.cursor() as cursor:
+            cursor.execute("BEGIN")
+            cursor.execute(
+                "UPDATE facts_fact SET participant_id = %s WHERE id IN (SELECT id FROM"
+                " facts_fact WHERE participant_id LIKE 'user-%%' LIMIT %s)",
+                [writer, n],
+            )
+            cursor.execute("ANALYZE facts_fact")
+            indexed = server_ms(cursor)
+            cursor.execute("DROP INDEX revision_current_content")
+            scanned = server_ms(cursor)
+            cursor.execute("ROLLBACK")
+        print(
+            f"{n + 1:6,} facts in the writer's scope: {indexed:6.2f} ms with the content index,"
+            f" {scanned:6.2f} ms without"
+        )
+    forget_writes(plain_connect())  # the probe fact
+
+
+def _runs(users: int) -> list[Any]:
+    from kindmem.models import Project
+    from tests import factories
+
+    project = Project.objects.get(name="peers-project")
+    app = factories.app_key_create(project.tenant, [project])
+    return [
+        factories.run_create(app, project, participant_id=user_name(u), thread_id=None)
+        for u in range(users)
+    ]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("what", choices=["vector", "read-back", "dedup"])
+    parser.add_argument("--rounds", type=int, default=1000, help="requests, both sides together")
+    parser.add_argument("--sizes", default="100,1000,9000", help="dedup: facts in the scope")
+    args = parser.parse_args()
+    settings.EMBEDDER = "local"
+    settings.QUERY_CACHE_SIZE = 0
+    use_bench_database(DATABASE, fresh=False)
+    # the throttle's own connection, on the same database (config/settings.py)
+    connections["cache"].settings_dict["NAME"] = connection.settings_dict["NAME"]
+    from config.collector import tune_for_serving
+
+    tune_for_serving()
+    if args.what == "vector":
+        vector(args.rounds)
+    elif args.what == "read-back":
+        read_back(args.rounds)
+    else:
+        dedup([int(n) for n in args.sizes.split(",")])
+
+
+if __name__ == "__main__":
+    main()
