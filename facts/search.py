@@ -19,11 +19,14 @@ then fetch a deeper pool of candidates, the rerankers reorder it, and the page i
 from __future__ import annotations
 
 import uuid
+import weakref
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from django.conf import settings
+from django.db import connection as db_connection
 from django.db.models import F, QuerySet, Value
 from django.utils import timezone
 from pgvector import Vector
@@ -163,10 +166,19 @@ def _exact_query(inputs: _LegInputs, limit: int) -> QuerySet[Any]:
 SCAN_SETTINGS = hnsw_settings(EF_SEARCH, MAX_SCAN_TUPLES, local=False)
 
 
+# Pooled connections whose session has them: Django "creates" one at every checkout.
+_scan_ready: weakref.WeakSet[Any] = weakref.WeakSet()
+
+
 def apply_scan_settings(sender: Any, connection: Any, **kwargs: Any) -> None:
-    """`connection_created`'s receiver: the semantic leg's scan settings for the session."""
+    """`connection_created`'s receiver: the semantic leg's scan settings for the session (once
+    per connection; behind a transaction-mode pooler, per transaction instead: `_legs`)."""
+    if settings.TRANSACTION_POOLING or connection.connection in _scan_ready:
+        return
     with connection.cursor() as cursor:
         cursor.execute(*SCAN_SETTINGS)
+    if connection.pool:  # handed out in autocommit: the settings above have committed
+        _scan_ready.add(connection.connection)
 
 
 def _keyword_inputs(search: FactSearch, now: datetime) -> _LegInputs | None:
@@ -206,6 +218,9 @@ def _legs(
     queries = ([_keyword(keyword, limit)] if keyword else []) + (
         [_semantic(semantic, limit)] if semantic else []
     )
+    if semantic and settings.TRANSACTION_POOLING:  # the request's transaction (apply_scan_settings)
+        with db_connection.cursor() as cursor:
+            cursor.execute(*hnsw_settings(EF_SEARCH, MAX_SCAN_TUPLES))
     found = prepared.fetch_together(*queries)
     keyword_rows = found.pop(0) if keyword else []
     semantic_rows = found.pop(0) if semantic else []

@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import secrets
+from typing import Any
 
 API_KEY_MARKER = "kmk_"
 RUN_TOKEN_MARKER = "kmr_"  # noqa: S105 - a marker, not a secret
@@ -34,6 +35,13 @@ def split_token(token: str) -> tuple[str, str] | None:
         if token.startswith(marker) and len(token) == len(marker) + PREFIX_LENGTH + 40:
             return marker, token[len(marker) : len(marker) + PREFIX_LENGTH]
     return None
+
+
+def presented_credential(request: Any) -> tuple[str, str] | None:
+    """(marker, prefix) of the well-formed Bearer credential a request carries, else None:
+    read from its header alone, before anything is asked of the database."""
+    scheme, _, token = request.META.get("HTTP_AUTHORIZATION", "").partition(" ")
+    return split_token(token.strip()) if scheme == "Bearer" else None
 
 
 def matches(token: str, stored_hash: str) -> bool:

@@ -3,13 +3,15 @@
 Codes are the seed's (`invalid-fact`, `fact-not-found`, `retention-violation`,
 `erasure-in-progress`, `embedding-unavailable`, `persistence-error`, ...) plus the API's own
 (`unauthenticated`, `forbidden`, `validation-error`, `not-found`, `method-not-allowed`,
-`unsupported-media-type`, `rate-limited`). Services raise `KindmemError` subclasses; one DRF
-exception handler renders every error, so no view builds an error body by hand.
+`unsupported-media-type`, `rate-limited`, `unavailable`). Services raise `KindmemError`
+subclasses; one DRF exception handler renders every error, so no view builds an error body by
+hand.
 """
 
 from __future__ import annotations
 
 import logging
+import sys
 from typing import Any
 
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
@@ -93,6 +95,67 @@ class EmbeddingUnavailable(KindmemError):
     default_message = "Semantic search needs an embedder, and none is configured or answering."
 
 
+class Unavailable(KindmemError):
+    """The database is saturated or out of reach: a moment later may succeed (Retry-After)."""
+
+    code = "unavailable"
+    status_code = status.HTTP_503_SERVICE_UNAVAILABLE
+    default_message = "kindmem is busy or its database is out of reach; retry after a moment."
+    retry_after_seconds = 1
+
+
+# SQLSTATEs that say the server cannot take this connection or this session now: too many
+# connections (53300) and the other resource limits (53...), a server starting up or shutting
+# down (57P01-57P03), a connection failure (08...). Not a statement's own failure (a timeout,
+# a serialization failure, a constraint): those are the request's, not the service's.
+_UNAVAILABLE_SQLSTATES = ("53", "57P01", "57P02", "57P03", "08")
+
+
+def is_unavailable(exc: BaseException) -> bool:
+    """Whether `exc` says the database is saturated or out of reach (a pool that had no free
+    connection in time, a server refusing connections), not that the request was wrong."""
+    import psycopg
+    from django.db import InterfaceError, OperationalError
+
+    if isinstance(exc, OperationalError | InterfaceError):
+        exc = exc.__cause__ or exc
+    try:
+        from psycopg_pool import PoolTimeout, TooManyRequests
+    except ImportError:  # no pool installed: only the server's refusals
+        pass
+    else:
+        if isinstance(exc, PoolTimeout | TooManyRequests):
+            return True
+    if isinstance(exc, psycopg.OperationalError | psycopg.InterfaceError):
+        sqlstate = getattr(exc, "sqlstate", None)
+        # no SQLSTATE: the client's own failure to connect or to use the connection
+        return sqlstate is None or sqlstate.startswith(_UNAVAILABLE_SQLSTATES)
+    return False
+
+
+def unavailable_response(exc: BaseException) -> JsonResponse:
+    """The 503 of a saturated or unreachable database, logged as one line (no traceback)."""
+    logger.warning("unavailable: %s: %s", type(exc.__cause__ or exc).__name__, exc)
+    error = Unavailable()
+    response = JsonResponse(error_body(error.code, error.message), status=error.status_code)
+    response["Retry-After"] = str(error.retry_after_seconds)
+    return response
+
+
+class OneLineUnavailable(logging.Filter):
+    """A logging filter: a request that failed because the database is saturated or out of
+    reach is one line in the log, not a traceback per request (Django logs every 5xx with its
+    exception)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        exc = record.exc_info[1] if record.exc_info else None
+        if exc is not None and is_unavailable(exc):
+            record.msg, record.args = "%s (unavailable: %s)", (record.getMessage(), exc)
+            record.exc_info = None
+            record.exc_text = None
+        return True
+
+
 class PersistenceError(KindmemError):
     code = "persistence-error"
     status_code = status.HTTP_500_INTERNAL_SERVER_ERROR
@@ -129,6 +192,13 @@ def _drf_code(exc: exceptions.APIException) -> str:
 
 def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
     """DRF's EXCEPTION_HANDLER: every error in the one shape."""
+    if is_unavailable(exc):
+        response = unavailable_response(exc)
+        return Response(
+            error_body(Unavailable.code, Unavailable.default_message),
+            status=response.status_code,
+            headers={"Retry-After": response["Retry-After"]},
+        )
     if isinstance(exc, KindmemError):
         if exc.status_code >= 500:
             logger.error("%s: %s", exc.code, exc.message)
@@ -162,6 +232,11 @@ def json_not_found(request: Any, exception: Exception | None = None) -> JsonResp
 
 
 def json_server_error(request: Any) -> JsonResponse:
+    """handler500: what Django answers for an exception no view handled (the console's pages,
+    a middleware's query): 503 with Retry-After when the database is what failed."""
+    exc = sys.exc_info()[1]
+    if exc is not None and is_unavailable(exc):
+        return unavailable_response(exc)
     return JsonResponse(
         error_body("persistence-error", "The server failed to complete the request."), status=500
     )

@@ -1,7 +1,9 @@
-"""Request limits: the body size (before anything is parsed) and per-credential write rates."""
+"""Request limits: the body size (before anything is parsed), a credential's requests at once,
+and per-credential write rates."""
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
@@ -16,6 +18,7 @@ from django.utils.connection import ConnectionProxy
 from rest_framework.throttling import SimpleRateThrottle
 
 from kindmem.access import Principal
+from kindmem.credentials import presented_credential
 from kindmem.errors import error_body
 
 SAFE_METHODS = {"GET", "HEAD", "OPTIONS"}
@@ -48,6 +51,57 @@ class BodySizeLimitMiddleware:
                     status=413,
                 )
         return self.get_response(request)
+
+
+class CredentialConcurrencyMiddleware:
+    """At most KINDMEM_CREDENTIAL_CONCURRENCY requests of one credential at once in this
+    process, reads and MCP tool calls included (each tool call is a /v1 request here); the next
+    is answered 429 `rate-limited` with Retry-After, before it takes a database connection. So
+    one busy or hostile client cannot take every connection of an ASGI process's pool from the
+    others. Counted per process, in memory: a gunicorn sync worker runs one request at a time,
+    so there the bound is the number of workers; the write throttle counts across processes.
+    Keyed by the credential's prefix as presented, before it is checked: a made-up credential
+    is one more key, and costs at most its one lookup."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+        self.limit = settings.CREDENTIAL_CONCURRENCY
+        self._running: dict[str, int] = {}
+        self._lock = threading.Lock()
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        presented = presented_credential(request) if request.path.startswith("/v1/") else None
+        if presented is None or self.limit == 0:
+            return self.get_response(request)
+        key = "".join(presented)
+        with self._lock:
+            running = self._running.get(key, 0)
+            if running >= self.limit:
+                refused = True
+            else:
+                refused = False
+                self._running[key] = running + 1
+        if refused:
+            response = JsonResponse(
+                error_body(
+                    "rate-limited",
+                    f"This credential has {self.limit} requests running here; retry when one"
+                    " has ended.",
+                    {"concurrency_limit": self.limit},
+                ),
+                status=429,
+            )
+            response["Retry-After"] = "1"
+            return response
+        try:
+            return self.get_response(request)
+        finally:
+            with self._lock:
+                left = self._running[key] - 1
+                if left:
+                    self._running[key] = left
+                else:
+                    del self._running[key]
 
 
 class CredentialWriteThrottle(SimpleRateThrottle):

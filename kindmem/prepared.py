@@ -219,8 +219,11 @@ class _VectorDumper(Dumper):
 
 def register_vector_params(sender: Any, connection: Any, **kwargs: Any) -> None:
     """`connection_created`'s receiver: a new connection writes pgvector's `Vector` as a
-    parameter (as text, until `_binary_vector_params` knows the type)."""
-    connection.connection.adapters.register_dumper(Vector, _VectorTextDumper)
+    parameter (as text, until `_binary_vector_params` knows the type). A pooled connection is
+    handed out again and again: one that already sends vectors in binary keeps doing so."""
+    raw = connection.connection
+    if raw not in _binary_vectors:
+        raw.adapters.register_dumper(Vector, _VectorTextDumper)
 
 
 def _binary_vector_params(raw: Any) -> None:

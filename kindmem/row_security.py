@@ -40,23 +40,37 @@ _tenant: contextvars.ContextVar[str | None] = contextvars.ContextVar("kindmem_te
 ALL_TENANTS = "*"
 
 _ENTER = (
-    "SELECT set_config('role', %s, false), set_config('app.tenant_id', %s, false),"
-    " set_config('app.all_tenants', %s, false)"
+    "SELECT set_config('role', %s, {local}), set_config('app.tenant_id', %s, {local}),"
+    " set_config('app.all_tenants', %s, {local})"
 )
 _LEAVE = (
-    "SELECT set_config('role', 'none', false), set_config('app.tenant_id', '', false),"
-    " set_config('app.all_tenants', 'off', false)"
+    "SELECT set_config('role', 'none', {local}), set_config('app.tenant_id', '', {local}),"
+    " set_config('app.all_tenants', 'off', {local})"
 )
+# What a session is left with between requests (`config.pool.reset`'s statement).
+LEAVE_STATEMENT = _LEAVE.format(local="false")
+
+
+def _local() -> str:
+    """Session settings, or transaction-local ones behind a transaction-mode pooler
+    (KINDMEM_TRANSACTION_POOLING, PgBouncer): there consecutive transactions of one client may
+    run on different server connections, and a session setting would stay behind on one for
+    whoever comes next. Every request then runs in one transaction
+    (`kindmem.transactions.TransactionPerRequestMiddleware`), whose end clears them."""
+    return "true" if settings.TRANSACTION_POOLING else "false"
 
 
 def _apply(tenant: str | None) -> None:
+    local = _local()
     with connection.cursor() as cursor:
         if tenant is None:
-            cursor.execute(_LEAVE)
+            cursor.execute(_LEAVE.format(local=local))
         elif tenant == ALL_TENANTS:
-            cursor.execute(_ENTER, [str(settings.KINDMEM_APP_ROLE), "", "on"])
+            cursor.execute(_ENTER.format(local=local), [str(settings.KINDMEM_APP_ROLE), "", "on"])
         else:
-            cursor.execute(_ENTER, [str(settings.KINDMEM_APP_ROLE), tenant, "off"])
+            cursor.execute(
+                _ENTER.format(local=local), [str(settings.KINDMEM_APP_ROLE), tenant, "off"]
+            )
 
 
 @contextmanager
@@ -97,11 +111,12 @@ def credential_entry(kind: str, prefix: str) -> tuple[str, list[Any]]:
     the next statement of the same message (kindmem.prepared.fetch_after: the server plans and
     runs it once this one has run, under the wall it raised). The enclosing request
     (`TenantMiddleware`) clears it when the request ends."""
+    local = _local()
     return (
-        "SELECT set_config('role', %s, false),"
+        f"SELECT set_config('role', %s, {local}),"
         " set_config('app.tenant_id',"
-        " coalesce(kindmem_credential_tenant(%s, %s)::text, ''), false),"
-        " set_config('app.all_tenants', 'off', false)",
+        f" coalesce(kindmem_credential_tenant(%s, %s)::text, ''), {local}),"
+        f" set_config('app.all_tenants', 'off', {local})",
         [str(settings.KINDMEM_APP_ROLE), kind, prefix],
     )
 

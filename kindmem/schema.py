@@ -29,7 +29,8 @@ COMMON_ERRORS = {
     "413": "request-too-large",
     "415": "unsupported-media-type",
     "429": "rate-limited (see Retry-After)",
-    "503": "embedding-unavailable",
+    "503": "embedding-unavailable, or unavailable: the database is saturated or out of reach"
+    " (see Retry-After)",
 }
 # Any operation at all, the schema's own included: gunicorn refuses these before kindmem sees
 # the request, in the same shape (config/gunicorn_conf.py has the limits).

@@ -23,7 +23,11 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import ParamSpec, TypeVar
 
+from django.conf import settings
 from django.db import connection, transaction
+from django.http import HttpRequest, HttpResponse
+
+from kindmem.credentials import presented_credential
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -61,3 +65,25 @@ def service_atomic(func: Callable[P, R]) -> Callable[P, R]:
             return func(*args, **kwargs)
 
     return inner
+
+
+class TransactionPerRequestMiddleware:
+    """Behind a transaction-mode pooler (KINDMEM_TRANSACTION_POOLING: PgBouncer), every request
+    runs in one transaction, so that its row-security settings (transaction-local there:
+    kindmem/row_security.py) hold for all of its statements, which the pooler runs on one server
+    connection, and end with it. A request answered 5xx is rolled back whole. A /v1 request
+    without a well-formed credential needs no database: it takes no connection either."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        if not settings.TRANSACTION_POOLING or (
+            request.path.startswith("/v1/") and presented_credential(request) is None
+        ):
+            return self.get_response(request)
+        with transaction.atomic():
+            response = self.get_response(request)
+            if response.status_code >= 500:
+                transaction.set_rollback(True)
+            return response

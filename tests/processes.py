@@ -9,6 +9,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -159,3 +160,95 @@ def web_server(*args: str, env: dict[str, str] | None = None) -> Iterator[str]:
     finally:
         server.send_signal(signal.SIGTERM)
         server.wait(timeout=30)
+
+
+PGBOUNCER = "/usr/sbin/pgbouncer"
+
+
+def cache_url() -> str:
+    """The tests' Redis (tests/conftest.py) as Django's Redis cache names it, database 14."""
+    url = os.environ["KINDMEM_TEST_REDIS_URL"]
+    if url.startswith("redis+socket://"):  # the embedded Valkey's socket, in Kombu's form
+        return "unix://" + url.removeprefix("redis+socket://").split("?")[0] + "?db=14"
+    return url.rsplit("/", 1)[0] + "/14"
+
+
+@dataclass
+class Bouncer:
+    """A PgBouncer in front of the test database: its port, and the environment of a web
+    process that reaches the database through it (as the app role, transaction pooling on)."""
+
+    port: int
+    env: dict[str, str]
+
+    def server_connections(self) -> int:
+        """The app role's connections to the test database now: PgBouncer's server connections,
+        where the web process reaches the database only through it."""
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT count(*) FROM pg_stat_activity WHERE usename = %s"
+                " AND datname = current_database()",
+                [settings.KINDMEM_APP_ROLE],
+            )
+            return cursor.fetchone()[0]
+
+
+@contextmanager
+def pgbouncer(*, pool_size: int = 2) -> Iterator[Bouncer]:
+    """Debian's PgBouncer (1.18, `apt-get install pgbouncer`: .ci/run and `make test` install
+    it) in transaction pooling mode, with `pool_size` server connections per user, in front of
+    the test database, until the block ends. It runs as the embedded server's own user (it
+    refuses root), whose socket directory only that user may enter."""
+    import pwd
+    import shutil
+
+    assert Path(PGBOUNCER).exists(), "PgBouncer is not installed: apt-get install pgbouncer"
+    params = connection.get_connection_params()
+    socket_dir = str(params["host"])
+    owner = os.stat(socket_dir).st_uid
+    # not under pytest's tmp_path, which only root may enter
+    home = Path(tempfile.mkdtemp(prefix="kindmem-pgbouncer-"))
+    port = free_port()
+    users = [settings.KINDMEM_APP_ROLE, str(params["user"])]
+    (home / "users.txt").write_text("".join(f'"{user}" ""\n' for user in users))
+    (home / "pgbouncer.ini").write_text(
+        "[databases]\n"
+        f"* = host={socket_dir} port={params.get('port') or 5432}\n"
+        "[pgbouncer]\n"
+        f"listen_addr = 127.0.0.1\nlisten_port = {port}\nunix_socket_dir =\n"
+        f"auth_type = trust\nauth_file = {home / 'users.txt'}\n"
+        "pool_mode = transaction\n"
+        f"default_pool_size = {pool_size}\nmin_pool_size = 0\nreserve_pool_size = 0\n"
+        "max_client_conn = 500\n"
+        # psycopg and Django send none of these unless told; say so if they ever do
+        "ignore_startup_parameters = extra_float_digits\n"
+        "server_reset_query =\n"
+        f"logfile = {home / 'pgbouncer.log'}\npidfile = {home / 'pgbouncer.pid'}\n"
+    )
+    for path in [home, *home.iterdir()]:
+        os.chown(path, owner, -1)
+    process = subprocess.Popen(
+        [PGBOUNCER, "-u", pwd.getpwuid(owner).pw_name, str(home / "pgbouncer.ini")]
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                assert process.poll() is None, (home / "stderr.log").read_text()
+                assert time.monotonic() < deadline, "PgBouncer did not listen in 30 s"
+                time.sleep(0.1)
+        where = f"127.0.0.1:{port}/{params['dbname']}"
+        env = {
+            **database_env(),
+            "DATABASE_URL": f"postgresql://{settings.KINDMEM_APP_ROLE}@{where}",
+            "KINDMEM_TRANSACTION_POOLING": "1",
+            "KINDMEM_CACHE_URL": cache_url(),
+        }
+        yield Bouncer(port=port, env=env)
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+        shutil.rmtree(home, ignore_errors=True)

@@ -171,3 +171,24 @@ def test_retries_are_bounded_by_count_and_by_the_longest_wait(world, tight_write
     ):
         app.create_fact(type="note", content="d", scope=scope)
     assert waits == []
+
+
+def test_a_busy_server_is_retried_but_a_missing_embedder_is_not():
+    # given the answers kindmem gives a request that wrote nothing, and one that waiting won't fix
+    def answer(status: int, code: str, retry_after: str | None = "1") -> httpx.Response:
+        headers = {"Retry-After": retry_after} if retry_after else {}
+        return httpx.Response(
+            status, json={"code": code, "message": code, "details": None}, headers=headers
+        )
+
+    policy = RetryPolicy()
+    # then: a 503 `unavailable` waits as the server says, a bounded number of times
+    assert policy.wait_for(answer(503, "unavailable"), 0) == 1.0
+    assert policy.wait_for(answer(503, "unavailable", None), 1) == 2.0
+    assert policy.wait_for(answer(503, "unavailable"), policy.max_retries) is None
+    # and what waiting does not fix is raised at once, as its own class
+    assert policy.wait_for(answer(503, "embedding-unavailable"), 0) is None
+    assert policy.wait_for(answer(500, "persistence-error"), 0) is None
+    busy = errors.error_from_response(answer(503, "unavailable", "2"))
+    assert isinstance(busy, kindmem_client.Unavailable)
+    assert busy.retry_after == 2.0

@@ -1,11 +1,13 @@
 from __future__ import annotations
 
+import json
 import time
 
 import pytest
 from django.core.cache import cache
 from django.core.management import CommandError, call_command
 from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
 from config.durability import database_problems
 from kindmem.models import Run
@@ -145,3 +147,116 @@ def test_the_throttle_counters_use_their_own_connection_in_production():
     assert CacheRouter().db_for_read(cache_model) == "cache"
     assert CacheRouter().db_for_write(Run) is None
     assert CacheRouter().allow_migrate("cache", "kindmem") is False
+
+
+def test_a_credential_past_its_concurrency_is_refused_429_and_others_go_on(rf, settings):
+    # given: a process where a credential may have two requests running at once, and two of
+    # its requests running (held inside the view)
+    import threading
+
+    from django.http import HttpResponse
+
+    from kindmem.limits import CredentialConcurrencyMiddleware
+
+    settings.CREDENTIAL_CONCURRENCY = 2
+    release, entered = threading.Event(), threading.Semaphore(0)
+
+    def view(request):
+        entered.release()
+        release.wait(timeout=30)
+        return HttpResponse("ok")
+
+    middleware = CredentialConcurrencyMiddleware(view)
+    token = "kmk_" + "a" * 12 + "b" * 40
+    other = "kmr_" + "c" * 12 + "d" * 40
+
+    def call(bearer: str):
+        return middleware(rf.get("/v1/facts", HTTP_AUTHORIZATION=f"Bearer {bearer}"))
+
+    answers: list = []
+    running = [threading.Thread(target=lambda: answers.append(call(token))) for _ in range(2)]
+    for thread in running:
+        thread.start()
+    for _ in running:
+        assert entered.acquire(timeout=10)
+    # when: a third request of the same credential comes, and one of another credential
+    refused = call(token)
+    beside = threading.Thread(target=lambda: answers.append(call(other)))
+    beside.start()
+    assert entered.acquire(timeout=10)
+    release.set()
+    for thread in [*running, beside]:
+        thread.join(timeout=10)
+    # then: the third is 429 in the error shape with Retry-After; the others were served,
+    # and once they ended the credential may run again
+    assert refused.status_code == 429
+    assert refused["Retry-After"] == "1"
+    assert json.loads(refused.content)["code"] == "rate-limited"
+    assert [a.status_code for a in answers] == [200, 200, 200]
+    assert call(token).status_code == 200
+    assert middleware._running == {}
+
+
+@pytest.mark.django_db
+def test_a_made_up_credential_costs_at_most_its_one_lookup(api, django_assert_max_num_queries):
+    # a malformed one costs nothing at all: no transaction, no query
+    with django_assert_max_num_queries(0):
+        malformed = api.get("/v1/facts", HTTP_AUTHORIZATION="Bearer kmk_not-a-key")
+    assert malformed.status_code == 401
+    # a well-formed one: the lookup by its prefix (with the wall raised in the same round
+    # trip), the wall lowered again, and the savepoint of the test's transaction
+    with CaptureQueriesContext(connection) as queries:
+        made_up = api.get("/v1/facts", HTTP_AUTHORIZATION=f"Bearer kmk_{'x' * 12}{'y' * 40}")
+    assert made_up.status_code == 401
+    statements = [q["sql"] for q in queries.captured_queries if "SAVEPOINT" not in q["sql"]]
+    assert len(statements) == 3, statements
+    assert "kindmem_credential_tenant" in statements[0]
+    assert '"kindmem_apikey"."prefix" =' in statements[1]
+    assert "set_config('app.tenant_id', ''" in statements[2]
+
+
+def test_a_saturated_database_is_a_503_with_retry_after_logged_in_one_line():
+    # given: a request whose database connection could not be had (the pool's timeout)
+    import logging
+
+    from django.db import OperationalError
+    from psycopg_pool import PoolTimeout
+
+    from kindmem.errors import OneLineUnavailable, json_server_error
+
+    try:
+        try:
+            raise PoolTimeout("couldn't get a connection after 3.00 sec")
+        except PoolTimeout as cause:
+            raise OperationalError(str(cause)) from cause
+    except OperationalError as exc:
+        # when: Django's handler500 answers it, and Django logs it with its exception
+        response = json_server_error(None)
+        record = logging.LogRecord(
+            "django.request",
+            logging.ERROR,
+            __file__,
+            1,
+            "Service Unavailable: %s",
+            ("/v1/me",),
+            (type(exc), exc, exc.__traceback__),
+        )
+    OneLineUnavailable().filter(record)
+    # then: 503 `unavailable` with Retry-After, and one line with no traceback
+    assert response.status_code == 503
+    assert response["Retry-After"] == "1"
+    assert json.loads(response.content)["code"] == "unavailable"
+    assert record.exc_info is None
+    assert "\n" not in logging.Formatter().format(record)
+    assert "couldn't get a connection" in record.getMessage()
+
+
+def test_a_failed_statement_is_not_mistaken_for_an_unavailable_database():
+    import psycopg
+
+    from kindmem.errors import is_unavailable
+
+    assert not is_unavailable(psycopg.errors.QueryCanceled("canceling statement due to timeout"))
+    assert not is_unavailable(psycopg.errors.SerializationFailure("could not serialize"))
+    assert is_unavailable(psycopg.errors.TooManyConnections("sorry, too many clients already"))
+    assert is_unavailable(psycopg.OperationalError("connection refused"))

@@ -137,7 +137,8 @@ class Command(BaseCommand):
         web = [python, "-m", "gunicorn", "-c", "python:config.gunicorn_conf", "config.wsgi"]
         web += ["--bind", f"{host}:{port}"]
         # no control socket: its default path (~/.gunicorn) is shared by every gunicorn of the user
-        web += ["--workers", "2", "--access-logfile", "-", "--no-control-socket"]
+        web += ["--workers", str(settings.WEB_WORKERS), "--access-logfile", "-"]
+        web += ["--no-control-socket"]
         # Warnings and errors only (LOG_LEVEL=INFO shows every task), and no banners: the
         # console stays readable, with the credentials block in sight.
         level = os.environ.get("LOG_LEVEL") or "WARNING"
@@ -149,20 +150,25 @@ class Command(BaseCommand):
         # The ASGI app (config/asgi.py): the MCP server at /mcp, beside the same Django app.
         # gunicorn keeps serving the API: uvicorn's own refusals are not in the error shape.
         mcp = [python, "-m", "uvicorn", "config.asgi:application", "--host", host]
-        mcp += ["--port", str(mcp_port), "--workers", "2"]
+        mcp += ["--port", str(mcp_port), "--workers", str(settings.MCP_WORKERS)]
+        # each kind of process names itself to PostgreSQL (pg_stat_activity.application_name)
+        web_env = {**env, "KINDMEM_APPLICATION_NAME": "kindmem-web"}
+        mcp_env = {**env, "KINDMEM_APPLICATION_NAME": "kindmem-mcp"}
+        worker_env = {**env, "KINDMEM_APPLICATION_NAME": "kindmem-worker"}
+        beat_env = {**env, "KINDMEM_APPLICATION_NAME": "kindmem-beat"}
         children += [
-            Child(name="web", start=lambda: popen_in_own_session(web, env)),
+            Child(name="web", start=lambda: popen_in_own_session(web, web_env)),
             Child(
                 name="mcp",
-                start=lambda: popen_in_own_session(mcp, env),
+                start=lambda: popen_in_own_session(mcp, mcp_env),
                 kill_group_on_death=True,  # uvicorn's worker processes
             ),
             Child(
                 name="worker",
-                start=lambda: popen_in_own_session(worker, env),
+                start=lambda: popen_in_own_session(worker, worker_env),
                 kill_group_on_death=True,
             ),
-            Child(name="beat", start=lambda: popen_in_own_session(beat, env)),
+            Child(name="beat", start=lambda: popen_in_own_session(beat, beat_env)),
         ]
         return children
 

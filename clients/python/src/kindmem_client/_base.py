@@ -25,11 +25,15 @@ When = datetime | str
 
 @dataclass(frozen=True)
 class RetryPolicy:
-    """How a 429 `rate-limited` answer is retried: at most `max_retries` times, each after the
-    server's `Retry-After` (or `backoff` * 2**attempt seconds when it sends none). A wait longer
-    than `max_wait` is not waited for: the client raises `RateLimited` at once, so a caller is
-    never stalled longer than it allowed. Only 429 is retried: the throttle refuses a request
-    before the view runs, so a retried write cannot land twice."""
+    """How a 429 `rate-limited` or a 503 `unavailable` answer is retried: at most `max_retries`
+    times, each after the server's `Retry-After` (or `backoff` * 2**attempt seconds when it
+    sends none). A wait longer than `max_wait` is not waited for: the client raises
+    `RateLimited` or `Unavailable` at once, so a caller is never stalled longer than it
+    allowed. Only these two are retried: kindmem answers them only for a request that wrote
+    nothing (the throttle and the concurrency limit refuse it before the view runs; a database
+    that could not be had rolls the request back), so a retried write cannot land twice. A 503
+    of another code (`embedding-unavailable`) is not retried: waiting does not wire an
+    embedder."""
 
     max_retries: int = 3
     # kindmem's write rates are per minute (KINDMEM_WRITE_RATE), so its Retry-After is <= 61 s
@@ -38,12 +42,23 @@ class RetryPolicy:
 
     def wait_for(self, response: httpx.Response, attempt: int) -> float | None:
         """Seconds to wait before retrying `response` (the `attempt`-th, from 0), or None."""
-        if response.status_code != 429 or attempt >= self.max_retries:
+        if attempt >= self.max_retries or not retryable(response):
             return None
         wait = retry_after_seconds(response)
         if wait is None:
             wait = self.backoff * 2**attempt
         return wait if wait <= self.max_wait else None
+
+
+def retryable(response: httpx.Response) -> bool:
+    if response.status_code == 429:
+        return True
+    if response.status_code != 503:
+        return False
+    try:
+        return response.json().get("code") == "unavailable"
+    except (ValueError, AttributeError):
+        return False
 
 
 def resolve_settings(token: str | None, base_url: str | None) -> tuple[str | None, str]:

@@ -178,6 +178,17 @@ class EmbeddingUnavailable(KindmemError):
     code = "embedding-unavailable"
 
 
+class Unavailable(KindmemError):
+    """503: the server's database is saturated or out of reach; `retry_after` is the server's
+    `Retry-After` in seconds. Raised once the client's bounded retries are spent."""
+
+    code = "unavailable"
+
+    @property
+    def retry_after(self) -> float | None:
+        return retry_after_seconds(self.response) if self.response is not None else None
+
+
 class PersistenceError(KindmemError):
     """500: the server could not complete the request."""
 
@@ -217,6 +228,7 @@ CODES: dict[str, type[KindmemError]] = {
         HeadersTooLarge,
         RateLimited,
         EmbeddingUnavailable,
+        Unavailable,
         PersistenceError,
         NotImplementedByServer,
     )
