@@ -9,7 +9,7 @@ recorded here (they change nothing).
 from __future__ import annotations
 
 import logging
-from contextlib import nullcontext
+from contextlib import ExitStack, nullcontext
 from typing import Any, ClassVar
 
 from django.db import transaction
@@ -22,6 +22,7 @@ from audit.services import AuditNote, audit_record
 from kindmem.access import Principal
 from kindmem.credentials import presented_credential
 from kindmem.errors import is_unavailable
+from kindmem.replica import reads_on_replica, written_by
 from kindmem.row_security import tenant_context
 from kindmem.transactions import request_atomic
 
@@ -43,6 +44,10 @@ class AuditedView(APIView):
     # under READ COMMITTED takes a snapshot per statement inside a transaction too, so its
     # rows are the same. A view that writes anything else in a read leaves this off.
     reads_in_autocommit: ClassVar[bool] = False
+    # The methods whose handler may read from the read replica (kindmem/replica.py): reads that
+    # tolerate its lag, as search, list, get and recall do; the credential is checked before,
+    # on the primary, and the event written after, on the primary.
+    replica_methods: ClassVar[frozenset[str]] = frozenset()
 
     def dispatch(self, request: Any, *args: Any, **kwargs: Any) -> HttpResponseBase:
         phase = self.audit_phases.get(request.method or "")
@@ -78,6 +83,20 @@ class AuditedView(APIView):
                 logger.warning("a %s request's failure went unrecorded: %s", code, exc)
         return response
 
+    def initial(self, request: Any, *args: Any, **kwargs: Any) -> None:
+        super().initial(request, *args, **kwargs)
+        principal = self._principal()
+        if request.method in self.replica_methods and principal is not None:
+            self._on_replica = ExitStack()
+            self._on_replica.enter_context(reads_on_replica(principal))
+
+    def finalize_response(self, request: Any, response: Any, *args: Any, **kwargs: Any) -> Any:
+        on_replica: ExitStack | None = getattr(self, "_on_replica", None)
+        if on_replica is not None:
+            del self._on_replica
+            on_replica.close()
+        return super().finalize_response(request, response, *args, **kwargs)
+
     def _dispatch_and_record(self, request: Any, *args: Any, **kwargs: Any) -> HttpResponseBase:
         response = super().dispatch(request, *args, **kwargs)
         principal = self._principal()
@@ -85,6 +104,8 @@ class AuditedView(APIView):
             if self._in_transaction:
                 transaction.set_rollback(True)
         elif principal is not None:
+            if self.audit.phase not in {Phase.READ, Phase.RETRIEVE}:
+                written_by(principal)  # its next reads see this write (kindmem/replica.py)
             audit_record(
                 principal=principal,
                 note=self.audit,

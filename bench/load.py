@@ -305,6 +305,10 @@ class LoadClient:
         )
         if status == 201 and body and body.get("approval_id") is None:
             self.see([body.get("fact", {})])
+        elif (
+            status == 409 and isinstance(body, dict) and body.get("code") == "memory-limit-reached"
+        ):
+            self.mint()  # a run writes at most KINDMEM_MAX_MEMORIES_PER_RUN: a new run
 
     def write(self) -> None:
         status, body = self.rest(
@@ -471,6 +475,7 @@ def run_level(
     clients: int, args: argparse.Namespace, base: str, creds: dict[str, Any], sampler: Any
 ) -> dict[str, Any]:
     start = time.monotonic()
+    cpu_start = time.process_time()
     rec = Recorder(start=start + args.warmup, end=start + args.warmup + args.seconds)
     sampler.reset()
     workers = [LoadClient(n, clients, base, creds, args.seed, rec) for n in range(clients)]
@@ -480,6 +485,7 @@ def run_level(
     for t in threads:
         t.join(timeout=max(0.0, rec.end - time.monotonic()) + 180)
     calls = list(rec.calls)
+    client_cpu = (time.process_time() - cpu_start) / max(time.monotonic() - start, 1e-9)
     peaks = {name: sampler.peaks.get(name, 0) for name in PROCESS_KINDS}
     others = {n: v for n, v in sampler.peaks.items() if n not in PROCESS_KINDS}
     by_op: dict[str, Any] = {}
@@ -509,6 +515,9 @@ def run_level(
         "peak_connections_total": sampler.peak_total,
         "by_op": by_op,
         "error_samples": {str(k): v for k, v in rec.samples.items()},
+        # the cores the clients themselves used (this process), warm-up included: on a small
+        # machine what they take is not the server's
+        "client_cpu_cores": round(client_cpu, 2),
         "clients_stuck": sum(t.is_alive() for t in threads),
         "clients_without_run_token": sum(not w.token for w in workers),
     }
@@ -524,7 +533,8 @@ def level_line(r: dict[str, Any]) -> str:
         f"clients {r['clients']:>4}: {r['req_per_s']:8.1f} req/s  "
         f"p50 {r['p50_ms']} / p95 {r['p95_ms']} / p99 {r['p99_ms']} ms  "
         f"status {{{statuses}}}  surface {{{surfaces}}}  500s {r['server_errors_500']}  "
-        f"peak db connections {{{peaks}}} (total {r['peak_connections_total']})"
+        f"peak db connections {{{peaks}}} (total {r['peak_connections_total']})  "
+        f"client cpu {r['client_cpu_cores']} cores"
     )
 
 

@@ -4,6 +4,7 @@ one in one process, on bench/peers.py's database (load it first with bench/peers
     .venv/bin/python bench/request_ab.py vector      # a search's query vector: binary or text
     .venv/bin/python bench/request_ab.py read-back   # a write's response read in its round trip
     .venv/bin/python bench/request_ab.py dedup       # the write's dedup lookup by scope size
+    .venv/bin/python bench/request_ab.py prepared    # searches without prepared statements
 
 - `vector`: `fact_search_embedded` (semantic, top-10, a user's run, the vector given), its
   prepared statement sent with the vector in pgvector's binary form (kindmem.prepared) or as
@@ -15,6 +16,10 @@ one in one process, on bench/peers.py's database (load it first with bench/peers
   writer's scope), its planning and execution on the server (EXPLAIN ANALYZE, median of 7),
   with the writer's scope grown to n facts, with the content index (revision_current_content)
   and without it; in a transaction rolled back, so the database is left as it was.
+- `prepared`: `fact_search_embedded` (semantic, hybrid and keyword in turn, a user's run, the
+  vector given) with the connection's prepared statements on and off (what PgBouncer 1.18 and
+  KINDMEM_TRANSACTION_POOLING leave: one message of several plain statements), alternating per
+  search; p50 ms of each and the ratio.
 """
 
 from __future__ import annotations
@@ -83,6 +88,43 @@ def vector(rounds: int) -> None:
             if i >= 50:
                 samples[side].append(time.perf_counter() - started)
     print({side: p50_ms(s) for side, s in samples.items()}, "ms p50, fact_search_embedded")
+
+
+def prepared_off(rounds: int) -> None:
+    """Behind PgBouncer 1.18 (KINDMEM_TRANSACTION_POOLING) no statement is prepared: the same
+    searches with the connection's prepared statements on and off, alternating."""
+    from embeddings.providers import embed_query
+    from facts.search import FactSearch, fact_search_embedded
+    from kindmem.access import readers_for
+    from kindmem.row_security import tenant_context
+
+    runs = _runs(20)
+    queries = ["what does the user like to eat", "which city does she live in", "tea or coffee"]
+    vectors = [embed_query(q) for q in queries]
+    samples: dict[str, list[float]] = {}
+    raw = connection.connection
+    for i in range(rounds + 60):
+        side = ("prepared", "plain")[i % 2]
+        mode = ("semantic", "hybrid", "keyword")[(i // 2) % 3]
+        principal = runs[i % len(runs)].principal
+        query, (vec, model) = queries[i % 3], vectors[i % 3]
+        search = FactSearch(
+            tenant_id=principal.tenant_id,
+            readers=readers_for(principal),
+            mode=mode,
+            query=query,
+            top_k=10,
+        )
+        raw.prepare_threshold = 5 if side == "prepared" else None
+        with tenant_context(principal.tenant_id):
+            started = time.perf_counter()
+            fact_search_embedded(search=search, vector=vec, model=model)
+            if i >= 60:
+                samples.setdefault(f"{mode} {side}", []).append(time.perf_counter() - started)
+    raw.prepare_threshold = 5
+    for mode in ("semantic", "hybrid", "keyword"):
+        on, off = p50_ms(samples[f"{mode} prepared"]), p50_ms(samples[f"{mode} plain"])
+        print(f"{mode}: prepared {on} ms, plain {off} ms p50 (plain/prepared {off / on:.2f})")
 
 
 def read_back(rounds: int) -> None:
@@ -193,7 +235,7 @@ def _runs(users: int) -> list[Any]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("what", choices=["vector", "read-back", "dedup"])
+    parser.add_argument("what", choices=["vector", "read-back", "dedup", "prepared"])
     parser.add_argument("--rounds", type=int, default=1000, help="requests, both sides together")
     parser.add_argument("--sizes", default="100,1000,9000", help="dedup: facts in the scope")
     args = parser.parse_args()
@@ -207,6 +249,8 @@ def main() -> None:
     tune_for_serving()
     if args.what == "vector":
         vector(args.rounds)
+    elif args.what == "prepared":
+        prepared_off(args.rounds)
     elif args.what == "read-back":
         read_back(args.rounds)
     else:

@@ -16,4 +16,5 @@ class CacheRouter:
         return CACHE_ALIAS if model._meta.app_label == "django_cache" else None
 
     def allow_migrate(self, db: str, app_label: str, **hints: Any) -> bool | None:
-        return False if db == CACHE_ALIAS else None
+        # nor through the read replica's (kindmem/replica.py), which replays the primary's
+        return False if db in {CACHE_ALIAS, "replica"} else None

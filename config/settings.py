@@ -250,6 +250,22 @@ for _login in (_app_login, _migration_login):
         )
 KINDMEM_APP_ROLE = _app_login["USER"]
 DATABASES = {"default": _app_login if DATABASE_LOGIN == "app" else _migration_login}
+# A streaming read replica of that database (kindmem/replica.py): search, list, get and recall
+# read there, everything else on the primary; a credential that wrote in the last
+# KINDMEM_REPLICA_PIN_SECONDS reads on the primary; a replica out of reach is skipped for
+# KINDMEM_REPLICA_RETRY_SECONDS. Logged in as DATABASE_URL's role (or the URL's own user).
+REPLICA_URL = os.environ.get("KINDMEM_REPLICA_URL", "")
+REPLICA_PIN_SECONDS = env_float("KINDMEM_REPLICA_PIN_SECONDS", 2.0)
+REPLICA_RETRY_SECONDS = env_float("KINDMEM_REPLICA_RETRY_SECONDS", 5.0)
+if REPLICA_URL:
+    _replica = dj_database_url.parse(REPLICA_URL)
+    DATABASES["replica"] = {
+        **DATABASES["default"],
+        "ENGINE": "config.postgresql_backend",
+        **{k: _replica[k] for k in ("NAME", "HOST", "PORT", "PASSWORD") if _replica.get(k)},
+        "USER": _replica.get("USER") or DATABASES["default"]["USER"],
+        "TEST": {"MIRROR": "default"},
+    }
 
 # The database cache (the write throttle's counters) talks over a connection of its own, in
 # autocommit: on the request's connection its counter row would stay locked until the request's

@@ -101,6 +101,7 @@ class FactSearchView(AuditedView):
 
     audit_kind = "fact"
     audit_phases: ClassVar[dict[str, str]] = {"POST": "retrieve"}
+    replica_methods = frozenset({"POST"})
     reads_only = True  # a POST for its body, not a write: the write throttle leaves it alone
     reads_in_autocommit = True  # it writes nothing but its event (AuditedView)
 

@@ -103,6 +103,7 @@ class FactListView(AuditedView):
     """List the facts the caller may read (each fact's current revision), or write a new one."""
 
     audit_phases = {"GET": "read", "POST": "write"}
+    replica_methods = frozenset({"GET"})
 
     @extend_schema(
         parameters=[FactListInput],
@@ -154,6 +155,7 @@ class FactDetailView(AuditedView):
     """One fact's current revision; or delete it (retention permitting)."""
 
     audit_phases = {"GET": "read", "DELETE": "delete"}
+    replica_methods = frozenset({"GET"})
 
     @extend_schema(responses={200: FactOutput, **ERRORS})
     def get(self, request: Request, fact_id: str) -> Response:

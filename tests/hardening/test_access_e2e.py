@@ -56,10 +56,21 @@ class E2E(TenantsBuild, FactsWrite, StatesApply, Reads, Exports, Audit):
     """Builds the world through the API, keeps the model, and compares every read."""
 
 
+# `transaction-pooling`: as behind PgBouncer (KINDMEM_TRANSACTION_POOLING), every request one
+# transaction and row security's settings local to it (tests/kindmem/test_pgbouncer.py runs
+# live servers through a real PgBouncer; here the whole generated matrix holds in that mode).
+@pytest.mark.parametrize("pooling", [False, True], ids=["session-settings", "transaction-pooling"])
 @pytest.mark.parametrize("seed", SEEDS)
 def test_every_credential_reads_through_every_route_exactly_what_the_reference_allows(
-    api: APIClient, world: World, other_world: World, settings: Any, seed: int, record_property: Any
+    api: APIClient,
+    world: World,
+    other_world: World,
+    settings: Any,
+    seed: int,
+    pooling: bool,
+    record_property: Any,
 ) -> None:
+    settings.TRANSACTION_POOLING = pooling
     settings.EMBEDDER = "hashing"  # deterministic vectors, so semantic search and recall run
     settings.EMBED_BUDGET_MS = 5_000
     started = time.monotonic()
@@ -100,7 +111,7 @@ def test_every_credential_reads_through_every_route_exactly_what_the_reference_a
         e2e.audit(t, other)
 
     # then: every answer is the model's, and the comparisons are many
-    PAIRS[seed] = e2e.pairs
+    PAIRS[seed] = e2e.pairs  # the same world in either mode
     total = sum(e2e.pairs.values())
     states = Counter(revision_state(r) for f in e2e.all_facts() for r in f.revisions)
     print(
