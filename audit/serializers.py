@@ -3,11 +3,12 @@ from __future__ import annotations
 from rest_framework import serializers
 
 from audit.models import AuditEvent, Outcome, Phase
+from kindmem.fields import StrictSerializer
 
 MAX_PAGE = 500
 
 
-class AuditQueryInput(serializers.Serializer):
+class AuditQueryInput(StrictSerializer):
     since_seq = serializers.IntegerField(min_value=0, required=False, default=0)
     limit = serializers.IntegerField(min_value=1, max_value=MAX_PAGE, required=False, default=100)
     since = serializers.DateTimeField(required=False)

@@ -12,7 +12,8 @@ from django.db.models import QuerySet
 from facts.models import Fact, InvalidationReason, RetentionPolicy, Revision
 from facts.scopes import SCOPE_KEYS
 from kindmem import prepared
-from kindmem.errors import Conflict
+from kindmem.access import Principal, PrincipalKind, is_privacy_officer
+from kindmem.errors import Conflict, Forbidden
 
 
 def retention_policy_query(tenant_id: uuid.UUID, fact_type: str) -> prepared.Query:
@@ -77,6 +78,43 @@ class Retention:
         if self.keep_days is not None:
             return first_write + timedelta(days=self.keep_days)
         return None
+
+
+def weakened(before: Retention, after: Retention) -> list[str]:
+    """The retention fields `after` weakens against `before`: a legal hold lifted, a keep-until
+    moved earlier or dropped, fewer keep-days or none."""
+    fields = []
+    if before.legal_hold and not after.legal_hold:
+        fields.append("legal_hold")
+    if before.keep_until is not None and (
+        after.keep_until is None or after.keep_until < before.keep_until
+    ):
+        fields.append("keep_until")
+    if before.keep_days is not None and (
+        after.keep_days is None or after.keep_days < before.keep_days
+    ):
+        fields.append("keep_days")
+    return fields
+
+
+def check_may_weaken(principal: Principal, before: Retention, after: Retention) -> None:
+    """Weaker retention (`weakened`) needs a tenant admin's key or a privacy officer's: else an
+    app key or a run could lift a legal hold and then delete what it protected. Who sets
+    stronger terms is the write's own rule (README "Facts": retention)."""
+    lifted = weakened(before, after)
+    if not lifted:
+        return
+    if principal.kind == PrincipalKind.ADMIN or (
+        principal.kind == PrincipalKind.USER and is_privacy_officer(principal.user)
+    ):
+        return
+    raise Forbidden(
+        "Lifting or shortening a fact's retention needs a tenant admin's key or a privacy"
+        " officer's.",
+        details={
+            field: ["Only a tenant admin or a privacy officer may weaken it."] for field in lifted
+        },
+    )
 
 
 def retention_forbids_delete(revision: Revision, fact: Fact, now: datetime) -> str | None:

@@ -38,6 +38,7 @@ from facts.retention import (
     Retention,
     RetentionInput,
     cap_cull,
+    check_may_weaken,
     invalidate,
     retention_forbids_delete,
     retention_policy_query,
@@ -380,6 +381,9 @@ def fact_supersede(
     given_subjects = list(subjects) if subjects is not None else None
     subjects = given_subjects if given_subjects is not None else subjects_of(current)
     assert_not_held(principal.tenant_id, persons_of_write(fact, subjects))
+    kept = Retention.of_revision(current)
+    new_retention = kept.overridden_by(retention)
+    check_may_weaken(principal, kept, new_retention)
     same_content = content_hash(content, valid_from, valid_until) == current.content_hash
     if same_content and not _adds_to(
         current, subjects=given_subjects, retention=retention, source=source, tags=tags
@@ -402,8 +406,6 @@ def fact_supersede(
     now = timezone.now()
     if not waits:
         invalidate(current, by=who.label, reason=InvalidationReason.SUPERSEDED, now=now)
-    kept = Retention.of_revision(current)
-    new_retention = kept.overridden_by(retention)
     expires_at = new_retention.expires_at(fact.created_at)
     trust: str | None = None
     verified: Verification | None = None

@@ -127,10 +127,6 @@ def slot_write(
     run = principal.run
     assert run is not None
     tenant_id = principal.tenant_id
-    first = replayed(tenant_id, run, tool_call_id)
-    if first is not None:
-        return SlotWrite(first, SlotOutcome.REPLAYED)
-
     resolved = resolve_scope(tenant_id, scope)
     probe = Fact(
         tenant_id=tenant_id,
@@ -138,7 +134,13 @@ def slot_write(
         user_id=resolved["user_id"],
         thread_id=resolved["thread_id"],
     )
+    # Before the replay: a replay answers with the first call's text, and nothing of a person
+    # under erasure is answered, read or written while it runs.
     assert_not_held(tenant_id, persons_of_write(probe, subjects))
+    first = replayed(tenant_id, run, tool_call_id)
+    if first is not None:
+        return SlotWrite(first, SlotOutcome.REPLAYED)
+
     now = timezone.now()
     retention = Retention.of_policy(tenant_id, type)
     who = attribution_of(principal)

@@ -41,6 +41,23 @@ class Readers:
     on_behalf_of_project_ids: frozenset[str] = frozenset()
 
 
+# Kindgi users who answer subject access and erasure requests, and may weaken a fact's
+# retention (facts/retention.py); the privacy app's pages and routes ask the same.
+PRIVACY_OFFICER_GROUP = "privacy-officer"
+
+
+def is_privacy_officer(user: Any) -> bool:
+    """Whether `user` is in the privacy-officer group. Remembered on the user object, which
+    lives for one request: a console page asks once per privacy page in its navigation."""
+    if not user:
+        return False
+    known = getattr(user, "_kindmem_privacy_officer", None)
+    if known is None:
+        known = user.groups.filter(name=PRIVACY_OFFICER_GROUP).exists()
+        user._kindmem_privacy_officer = known
+    return known
+
+
 class PrincipalKind(StrEnum):
     """Who a credential speaks for: an API key's kind (`kindmem.models.KeyKind`), or a run."""
 

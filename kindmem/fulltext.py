@@ -183,5 +183,6 @@ def keyword_matches(qs: QuerySet, column: str, text: str | KeywordQuery) -> Quer
     query = text if isinstance(text, KeywordQuery) else KeywordQuery.parse(text)
     match = query.match()
     if match is None:
-        return qs.none()
+        # still annotated: a caller orders by `score` whatever the text was ("-", "or", '""')
+        return qs.none().annotate(score=Value(0.0, output_field=FloatField()))
     return qs.filter(**{column: match}).annotate(score=query.rank(column))

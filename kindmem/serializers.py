@@ -5,7 +5,7 @@ from rest_framework import serializers
 from kindmem import fields
 
 
-class RunMintInput(serializers.Serializer):
+class RunMintInput(fields.StrictSerializer):
     agent_id = serializers.SlugField(max_length=100)
     project_id = fields.UUIDField()
     participant_id = serializers.CharField(

@@ -5,22 +5,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from kindmem.access import PrincipalKind
+from kindmem.access import PRIVACY_OFFICER_GROUP, PrincipalKind, is_privacy_officer
 from kindmem.permissions import HasCredential
 
-PRIVACY_OFFICER_GROUP = "privacy-officer"
-
-
-def is_privacy_officer(user: Any) -> bool:
-    """Whether `user` is in the privacy-officer group. Remembered on the user object, which
-    lives for one request: a console page asks once per privacy page in its navigation."""
-    if not user:
-        return False
-    known = getattr(user, "_kindmem_privacy_officer", None)
-    if known is None:
-        known = user.groups.filter(name=PRIVACY_OFFICER_GROUP).exists()
-        user._kindmem_privacy_officer = known
-    return known
+__all__ = ["PRIVACY_OFFICER_GROUP", "console_officer", "is_privacy_officer"]
 
 
 def console_officer(request: Any) -> bool:

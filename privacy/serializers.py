@@ -39,7 +39,7 @@ class ErasureCreateInput(StrictSerializer):
         return attrs
 
 
-class ErasureQueryInput(serializers.Serializer):
+class ErasureQueryInput(StrictSerializer):
     dry_run = serializers.BooleanField(
         default=False,
         help_text=(
@@ -144,7 +144,7 @@ class AccessRequestOutput(serializers.Serializer):
     download = DownloadLinksOutput(allow_null=True, help_text="Signed links; null until done.")
 
 
-class DownloadInput(serializers.Serializer):
+class DownloadInput(StrictSerializer):
     token = serializers.CharField(max_length=500)
     # Not `format`: DRF reads that query parameter for content negotiation.
     export = serializers.ChoiceField(choices=["json", "zip"], default="json")

@@ -31,7 +31,7 @@ def _data_size(value: Any) -> Any:
     return value
 
 
-class MessageInput(serializers.Serializer):
+class MessageInput(fields.StrictSerializer):
     role = serializers.ChoiceField(choices=Role.choices)
     text = serializers.CharField(max_length=MAX_TEXT_CHARS, trim_whitespace=False)
     data = serializers.JSONField(
@@ -43,7 +43,7 @@ class MessageInput(serializers.Serializer):
     )
 
 
-class AppendInput(serializers.Serializer):
+class AppendInput(fields.StrictSerializer):
     """One message (`role`, `text`) or a batch (`messages`); creation fields for an app."""
 
     role = serializers.ChoiceField(choices=Role.choices, required=False)
@@ -86,7 +86,7 @@ class AppendOutput(serializers.Serializer):
     messages = AppendedMessageOutput(many=True)
 
 
-class MessageListInput(serializers.Serializer):
+class MessageListInput(fields.StrictSerializer):
     # query parameters: DRF's own integer fields, which read the strings a query string holds
     before_sequence = serializers.IntegerField(
         required=False,
@@ -125,7 +125,7 @@ class MessagesClearOutput(serializers.Serializer):
     deleted = serializers.IntegerField(help_text="How many messages were deleted.")
 
 
-class SelectionInput(serializers.Serializer):
+class SelectionInput(fields.StrictSerializer):
     agent_id = serializers.SlugField(max_length=100)
     conversation_id = serializers.CharField(required=False, **ID_FIELD)
     before_sequence = fields.IntegerField(required=False, min_value=1)
@@ -147,7 +147,7 @@ class SelectionInput(serializers.Serializer):
         return attrs
 
 
-class RecallInput(serializers.Serializer):
+class RecallInput(fields.StrictSerializer):
     selections = SelectionInput(many=True, min_length=1, max_length=MAX_SELECTIONS)
     mode = serializers.ChoiceField(
         choices=list(MODES),

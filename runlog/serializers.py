@@ -2,6 +2,7 @@ from __future__ import annotations
 
 from rest_framework import serializers
 
+from kindmem.fields import StrictSerializer
 from runlog.models import LogKind
 from runlog.services import payload_problem
 
@@ -19,7 +20,7 @@ class PayloadField(serializers.JSONField):
         return super().to_internal_value(data)
 
 
-class LogAppendInput(serializers.Serializer):
+class LogAppendInput(StrictSerializer):
     kind = serializers.ChoiceField(
         choices=LogKind.choices,
         error_messages={"invalid_choice": "Unknown log kind {input!r}; see LogKind."},
@@ -28,7 +29,7 @@ class LogAppendInput(serializers.Serializer):
     caused_by_log_id = serializers.UUIDField(required=False, allow_null=True)
 
 
-class LogListInput(serializers.Serializer):
+class LogListInput(StrictSerializer):
     after_sequence = serializers.IntegerField(min_value=0, default=0)
     limit = serializers.IntegerField(min_value=1, max_value=1000, default=100)
 

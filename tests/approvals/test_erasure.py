@@ -51,3 +51,18 @@ def test_erase_batch_never_crosses_tenants(api, world, other_world, agent_run):
     assert result.erased == []
     assert result.done
     assert Approval.objects.count() == 1
+
+
+def test_a_replayed_remember_of_a_person_under_erasure_answers_erasure_in_progress(
+    api, world, agent_run
+):
+    # given: a memory the run remembered, then an erasure of its person began
+    first = remember(api, agent_run, text="She takes her zqheld tea black.", tool_call_id="c-1")
+    assert first.status_code == 201
+    factories.hold_create(world.tenant, "participant", "participant-1")
+    # when: the same tool call is replayed
+    replay = remember(api, agent_run, text="She takes her zqheld tea black.", tool_call_id="c-1")
+    # then: the held person's text is not answered back; the erasure is
+    assert replay.status_code == 409
+    assert replay.json()["code"] == "erasure-in-progress"
+    assert "zqheld" not in replay.content.decode()

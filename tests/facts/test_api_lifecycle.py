@@ -322,3 +322,46 @@ def test_hole_11_a_retention_field_a_write_leaves_out_is_kept(api, world) -> Non
     retention = again.json()["fact"]["retention"]
     assert (retention["keep_days"], retention["legal_hold"]) == (30, True)
     assert api.delete(f"/v1/facts/{fact['id']}", **world.admin.headers).status_code == 409
+
+
+@pytest.mark.parametrize(
+    ("held", "weaker"),
+    [
+        ({"legal_hold": True}, {"legal_hold": False}),
+        ({"keep_days": 30}, {"keep_days": 1}),
+        ({"keep_until": "2099-01-01T00:00:00Z"}, {"keep_until": "2030-01-01T00:00:00Z"}),
+    ],
+    ids=["legal_hold", "keep_days", "keep_until"],
+)
+def test_only_an_admin_or_a_privacy_officer_weakens_a_facts_retention(api, world, held, weaker):
+    # given: a fact in the app's project under retention, written by the admin
+    from django.contrib.auth.models import Group
+
+    from kindmem.access import PRIVACY_OFFICER_GROUP
+
+    scope = {"project_id": str(world.project.id)}
+    fact = create(api, world.admin, scope=scope, retention=held).json()["fact"]
+    url = f"/v1/facts/{fact['id']}/supersede"
+    body = {"content": fact["content"], "retention": weaker}
+    # when: the app key (which may write the fact) tries to weaken it, and then to delete it
+    refused = api.post(url, body, format="json", **world.app.headers)
+    # then: 403 naming the field, nothing written, and the fact still may not be deleted
+    assert refused.status_code == 403, refused.json()
+    assert refused.json()["code"] == "forbidden"
+    assert set(refused.json()["details"]) == set(weaker)
+    assert Revision.objects.filter(fact_id=fact["id"]).count() == 1
+    gone = api.delete(f"/v1/facts/{fact['id']}", **world.app.headers)
+    assert gone.status_code == 409
+    # and stronger terms are anyone's who may write: the app key adds a legal hold
+    stronger = {"content": fact["content"], "retention": {**held, "legal_hold": True}}
+    if held != {"legal_hold": True}:
+        assert api.post(url, stronger, format="json", **world.app.headers).status_code == 201
+    # and a privacy officer's user key, or the admin's, may weaken them
+    Group.objects.get_or_create(name=PRIVACY_OFFICER_GROUP)[0].user_set.add(world.user)
+    lifted = api.post(
+        url,
+        {**body, "retention": {**weaker, "legal_hold": False}},
+        format="json",
+        **world.user_key.headers,
+    )
+    assert lifted.status_code in {200, 201}, lifted.json()

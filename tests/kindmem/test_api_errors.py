@@ -272,3 +272,45 @@ def test_hole_18_the_schema_documents_the_web_servers_refusals_in_the_error_shap
             assert content == {
                 "application/json": {"schema": {"$ref": "#/components/schemas/Error"}}
             }
+
+
+def test_every_input_refuses_a_field_it_does_not_know_naming_it(api, world):
+    # given: a run of the world's app, and the routes that silently dropped unknown fields
+    from audit.models import AuditEvent
+    from runlog.models import LogEntry
+
+    run = factories.run_create(world.app, world.project, participant_id="p-1", thread_id="t-1")
+    log = f"/v1/runs/{run.run.id}/log"
+    selection = {"agent_id": world.agent.agent_id}
+    calls = [  # (method, path, credential, body or query, the unknown field)
+        ("post", "/v1/recall", run, {"selections": [selection], "mode": "list", "topk": 3}, "topk"),
+        (
+            "post",
+            "/v1/recall",
+            run,
+            {"selections": [{**selection, "agnt": 1}], "mode": "list"},
+            "agnt",
+        ),
+        ("post", log, run, {"kind": "turn", "payload": {}, "kindd": "x"}, "kindd"),
+        ("get", log, run, {"limit": 5, "since": 3}, "since"),
+        ("get", "/v1/audit", world.admin, {"limit": 5, "sinse_seq": 3}, "sinse_seq"),
+        ("post", "/v1/runs", world.app, {"agent_id": "support-bot", "projet_id": "x"}, "projet_id"),
+    ]
+    for method, path, credential, body, field in calls:
+        # when: a request carries a field its route does not declare
+        if method == "post":
+            response = api.post(path, body, format="json", **credential.headers)
+        else:
+            response = api.get(path, body, **credential.headers)
+        # then: 400 in the error shape, naming the field
+        assert response.status_code == 400, (path, body, response.content)
+        answer = response.json()
+        assert answer["code"] == "validation-error"
+        details = answer["details"]
+        if field == "agnt":  # inside the first selection
+            details = details["selections"]["0"]
+        assert details[field] == ["Unknown field."], (path, answer)
+    # and nothing was written: no log entry, no second run, no successful event
+    assert not LogEntry.objects.exists()
+    assert Run.objects.count() == 1
+    assert not AuditEvent.objects.filter(outcome="success").exists()

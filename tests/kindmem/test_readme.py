@@ -93,3 +93,11 @@ def test_every_shell_example_in_readme_runs_against_a_live_server(tmp_path):
     finally:
         run.send_signal(signal.SIGINT)
         run.wait(timeout=60)
+
+
+def test_readme_lists_every_error_code_the_api_answers():
+    from tests.clients.test_python_client_errors import server_codes
+
+    text = (ROOT / "README.md").read_text()
+    missing = sorted(code for code in server_codes() if f"`{code}`" not in text)
+    assert missing == []

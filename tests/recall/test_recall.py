@@ -308,3 +308,14 @@ def test_semantic_recall_when_the_embedder_fails_is_unavailable_not_empty(
     )
     assert response.status_code == 503
     assert response.json()["code"] == "embedding-unavailable"
+
+
+@pytest.mark.parametrize("query", ["-", "or", '"" ""', "- or -", '-""', "the of and"])
+def test_a_keyword_recall_with_nothing_to_search_with_finds_nothing_not_a_500(
+    api, world, history, query
+):
+    # given a history, when the query's words leave nothing to search with
+    response = recall(api, world.app.headers, selections=BOT, mode="keyword", query=query)
+    # then: no hits, as fact search answers it, never an error
+    assert response.status_code == 200, response.content
+    assert response.json()["hits"] == []

@@ -415,6 +415,8 @@ class LinkTraversal(TypedDict):
 
 
 class LogAppendInput(TypedDict):
+    """Rejects fields it does not declare, naming them: a typo is an error, not a no-op."""
+
     kind: LogAppendInputKindEnum
     payload: Any
     caused_by_log_id: NotRequired[str | None]
@@ -469,6 +471,8 @@ class MessageDelete(TypedDict):
 
 
 class MessageInput(TypedDict):
+    """Rejects fields it does not declare, naming them: a typo is an error, not a no-op."""
+
     role: RoleEnum
     text: str
     data: NotRequired[Any]
@@ -523,6 +527,8 @@ class RecallHit(TypedDict):
 
 
 class RecallInput(TypedDict):
+    """Rejects fields it does not declare, naming them: a typo is an error, not a no-op."""
+
     selections: list[SelectionInput]
     mode: RecallInputModeEnum
     roles: NotRequired[list[RolesEnum]]
@@ -621,6 +627,8 @@ class RunMint(TypedDict):
 
 
 class RunMintInput(TypedDict):
+    """Rejects fields it does not declare, naming them: a typo is an error, not a no-op."""
+
     agent_id: str
     project_id: str
     participant_id: NotRequired[str | None]
@@ -667,6 +675,8 @@ class SearchScopeInput(TypedDict):
 
 
 class SelectionInput(TypedDict):
+    """Rejects fields it does not declare, naming them: a typo is an error, not a no-op."""
+
     agent_id: str
     conversation_id: NotRequired[str]
     before_sequence: NotRequired[int]
