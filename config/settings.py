@@ -37,23 +37,21 @@ def env_bool(name: str, default: bool) -> bool:
 
 
 def env_int(name: str, default: int) -> int:
-    raw = os.environ.get(name)
-    if raw is None or raw == "":
-        return default
-    try:
-        return int(raw)
-    except ValueError:
-        raise ImproperlyConfigured(f"{name} must be an integer, not {raw!r}") from None
+    return _env_number(name, default, int, "an integer")
 
 
 def env_float(name: str, default: float) -> float:
+    return _env_number(name, default, float, "a number")
+
+
+def _env_number(name: str, default: Any, parse: Any, what: str) -> Any:
     raw = os.environ.get(name)
     if raw is None or raw == "":
         return default
     try:
-        return float(raw)
+        return parse(raw)
     except ValueError:
-        raise ImproperlyConfigured(f"{name} must be a number, not {raw!r}") from None
+        raise ImproperlyConfigured(f"{name} must be {what}, not {raw!r}") from None
 
 
 def env_choice(name: str, default: str, choices: set[str]) -> str:

@@ -116,16 +116,12 @@ def is_unavailable(exc: BaseException) -> bool:
     connection in time, a server refusing connections), not that the request was wrong."""
     import psycopg
     from django.db import InterfaceError, OperationalError
+    from psycopg_pool import PoolTimeout, TooManyRequests
 
     if isinstance(exc, OperationalError | InterfaceError):
         exc = exc.__cause__ or exc
-    try:
-        from psycopg_pool import PoolTimeout, TooManyRequests
-    except ImportError:  # no pool installed: only the server's refusals
-        pass
-    else:
-        if isinstance(exc, PoolTimeout | TooManyRequests):
-            return True
+    if isinstance(exc, PoolTimeout | TooManyRequests):
+        return True
     if isinstance(exc, psycopg.OperationalError | psycopg.InterfaceError):
         sqlstate = getattr(exc, "sqlstate", None)
         # no SQLSTATE: the client's own failure to connect or to use the connection
@@ -133,13 +129,21 @@ def is_unavailable(exc: BaseException) -> bool:
     return False
 
 
+_RETRY_AFTER = {"Retry-After": str(Unavailable.retry_after_seconds)}
+
+
+def _log_unavailable(exc: BaseException) -> None:
+    logger.warning("unavailable: %s: %s", type(exc.__cause__ or exc).__name__, exc)
+
+
 def unavailable_response(exc: BaseException) -> JsonResponse:
     """The 503 of a saturated or unreachable database, logged as one line (no traceback)."""
-    logger.warning("unavailable: %s: %s", type(exc.__cause__ or exc).__name__, exc)
-    error = Unavailable()
-    response = JsonResponse(error_body(error.code, error.message), status=error.status_code)
-    response["Retry-After"] = str(error.retry_after_seconds)
-    return response
+    _log_unavailable(exc)
+    return JsonResponse(
+        error_body(Unavailable.code, Unavailable.default_message),
+        status=Unavailable.status_code,
+        headers=_RETRY_AFTER,
+    )
 
 
 class OneLineUnavailable(logging.Filter):
@@ -193,11 +197,11 @@ def _drf_code(exc: exceptions.APIException) -> str:
 def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
     """DRF's EXCEPTION_HANDLER: every error in the one shape."""
     if is_unavailable(exc):
-        response = unavailable_response(exc)
+        _log_unavailable(exc)
         return Response(
             error_body(Unavailable.code, Unavailable.default_message),
-            status=response.status_code,
-            headers={"Retry-After": response["Retry-After"]},
+            status=Unavailable.status_code,
+            headers=_RETRY_AFTER,
         )
     if isinstance(exc, KindmemError):
         if exc.status_code >= 500:
