@@ -24,8 +24,13 @@ $(VENV)/.installed-test: pyproject.toml clients/python/pyproject.toml | $(BIN)/a
 	$(BIN)/pip install --quiet -e '.[test]' -e 'clients/python[langgraph,openai-agents]'
 	touch $@
 
+# `exec`: kindmem is make's own child, no shell between. `kill <pid of make>` (SIGTERM, which
+# make passes to its child) stops everything as Ctrl-C does; make does not pass on a SIGINT
+# sent to it alone (it waits for its children, expecting the terminal to have sent SIGINT to
+# the whole process group), so `kill -INT` goes to the group, as Ctrl-C does.
+# `make run RUN_ARGS=--no-demo` passes options on.
 run: $(VENV)/.installed-run
-	$(BIN)/kindmem run
+	exec $(BIN)/kindmem run $(RUN_ARGS)
 
 # The console's tests drive Debian's Chromium (Playwright never downloads a browser here); the
 # pooler's tests run Debian's PgBouncer (tests/kindmem/test_pgbouncer.py).

@@ -8,6 +8,7 @@ from kindmem.access import Principal, PrincipalKind
 from kindmem.models import ApiKey, Project, Run
 
 DEMO_SESSION = "demo-review-queue"
+DEMO_RUN_CUSTOMER = "demo-customer-2"
 DEMO_MEMORIES = [
     ("preference", "Always offer her the yearly discount before she asks.", "discount"),
     ("product-insight", "Customers on the Pro plan keep asking for CSV export.", None),
@@ -30,7 +31,7 @@ def demo_approvals_seed(*, app_key: ApiKey, project: Project) -> list[Remembered
             ),
             agent_id="support-bot",
             project_id=str(project.id),
-            participant_id="demo-customer-2",
+            participant_id=DEMO_RUN_CUSTOMER,
             thread_id="demo-thread-1",
             session_id=DEMO_SESSION,
         )

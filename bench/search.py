@@ -231,6 +231,7 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--queries", type=int, default=60)
     parser.add_argument("--fresh", action="store_true")
+    parser.add_argument("--embed-threads", type=int, default=1, help="for the corpus, once")
     parser.add_argument("--no-http", action="store_true")
     parser.add_argument("--http-seconds", type=float, default=20.0)
     parser.add_argument("--port", type=int, default=8765)
@@ -256,7 +257,7 @@ def main() -> None:
     rows = generate(args.facts, args.seed)
     print(f"corpus: {len(rows):,} facts (seed {args.seed})", flush=True)
     if args.embedder == "local":
-        vectors, info = corpus_vectors([r.text for r in rows], args.seed)
+        vectors, info = corpus_vectors([r.text for r in rows], args.seed, threads=args.embed_threads)
     else:
         from embeddings.providers import HashingEmbedder
 

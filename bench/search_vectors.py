@@ -38,23 +38,34 @@ def vectors_path(n: int, seed: int) -> Path:
 
 
 def corpus_vectors(texts: list[str], seed: int, *, threads: int = 1) -> tuple[np.ndarray, dict]:
-    """The corpus's vectors (float32, unit length), from the cache or embedded now."""
+    """The corpus's vectors (float32, unit length), from the cache or embedded now.
+
+    Each distinct text is embedded once (the templated corpus repeats: 1M facts hold 541k
+    distinct texts), on the runtime `KINDMEM_LOCAL_RUNTIME` names (ONNX float32 by default,
+    whose vectors equal torch's to float rounding: bench/README "query_embedding.py").
+    """
     final = vectors_path(len(texts), seed)
     if final.exists():
         return np.load(final), {"cached": True}
-    from embeddings.local import LocalEmbedder
+    from django.conf import settings
 
-    embedder = LocalEmbedder(threads=threads)
+    from embeddings.providers import get_embedder
+
+    distinct = list(dict.fromkeys(texts))
+    settings.EMBEDDER, settings.EMBEDDER_THREADS = "local", threads
+    embedder = get_embedder()
+    assert embedder is not None
     embedder.embed(["warm up"])
     chunks = []
     embedded = 0
     started = time.monotonic()
-    for start in range(0, len(texts), CHUNK):
-        part = final.with_suffix(f".part{start // CHUNK:04d}.npy")
+    stem = final.stem + f".distinct{len(distinct)}"
+    for start in range(0, len(distinct), CHUNK):
+        part = final.with_name(f"{stem}.part{start // CHUNK:04d}.npy")
         if part.exists():
             chunks.append(np.load(part))
             continue
-        block = texts[start : start + CHUNK]
+        block = distinct[start : start + CHUNK]
         out = []
         for b in range(0, len(block), BATCH):
             out.extend(embedder.embed(block[b : b + BATCH]))
@@ -63,14 +74,18 @@ def corpus_vectors(texts: list[str], seed: int, *, threads: int = 1) -> tuple[np
         chunks.append(array)
         embedded += len(block)
         rate = embedded / (time.monotonic() - started)
-        print(f"  embedded {start + len(block)}/{len(texts)} ({rate:.0f} texts/s)", flush=True)
-    vectors = np.concatenate(chunks)
+        print(f"  embedded {start + len(block)}/{len(distinct)} ({rate:.0f} texts/s)", flush=True)
+    by_text = np.concatenate(chunks)
+    position = {text: i for i, text in enumerate(distinct)}
+    vectors = by_text[[position[text] for text in texts]]
     np.save(final, vectors)
-    for part in final.parent.glob(final.stem + ".part*.npy"):
+    for part in final.parent.glob(stem + ".part*.npy"):
         part.unlink()
     seconds = time.monotonic() - started
     return vectors, {
         "cached": False,
+        "distinct_texts": len(distinct),
+        "runtime": getattr(embedder, "runtime", None),
         "texts_embedded_now": embedded,
         "seconds": round(seconds, 1),
         "texts_per_second": round(embedded / seconds, 1) if embedded else None,

@@ -8,12 +8,12 @@ answered at once, 503 `unavailable` with Retry-After in the error shape, having 
 
 from __future__ import annotations
 
-import json
 import logging
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from kindmem.errors import Unavailable, error_body
+from kindmem.renderers import ApiJSONRenderer
 
 logger = logging.getLogger(__name__)
 
@@ -41,9 +41,9 @@ def admitting(app: ASGIApp, *, limit: int) -> ASGIApp:
 
 
 async def _refuse(send: Send) -> None:
-    body = json.dumps(
+    body = ApiJSONRenderer().render(
         error_body(Unavailable.code, "kindmem is busy here; retry after a moment.")
-    ).encode()
+    )
     headers = [
         (b"content-type", b"application/json"),
         (b"content-length", str(len(body)).encode()),

@@ -31,6 +31,8 @@ class DemoCredentials:
     project: Project
     passwords: dict[str, str] = field(default_factory=dict)
     keys: dict[str, str] = field(default_factory=dict)
+    # the demo's end users (participant ids), to try subject access and erasure on
+    people: dict[str, str] = field(default_factory=dict)
 
 
 @transaction.atomic
@@ -75,13 +77,17 @@ def demo_seed() -> DemoCredentials:
     app_key, creds.keys["app"] = services.api_key_create(
         tenant=tenant, kind=PrincipalKind.APP, name="demo app key", projects=[project]
     )
-    from facts.demo import demo_facts_seed  # facts builds on kindmem, not the other way round
+    from facts.demo import DEMO_CUSTOMER, demo_facts_seed  # facts builds on kindmem
 
     demo_facts_seed(
         principal=Principal(kind=PrincipalKind.ADMIN, tenant_id=tenant.id, api_key=admin_key),
         project=project,
     )
-    from approvals.demo import demo_approvals_seed
+    from approvals.demo import DEMO_RUN_CUSTOMER, demo_approvals_seed
 
     demo_approvals_seed(app_key=app_key, project=project)
+    creds.people = {
+        DEMO_CUSTOMER: "2 preferences (language, plan)",
+        DEMO_RUN_CUSTOMER: "a support-bot run's remembered memories, in the review queue",
+    }
     return creds

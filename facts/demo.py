@@ -6,12 +6,14 @@ from facts import links, services
 from kindmem.access import Principal
 from kindmem.models import Project
 
+DEMO_CUSTOMER = "demo-customer-1"
+
 
 def demo_facts_seed(*, principal: Principal, project: Project) -> list[services.WriteResult]:
     """Write the demo facts through the services. Safe to call again: the same content in the
     same scope is deduplicated (`unchanged`), so a refresh adds nothing."""
     in_project = {"project_id": str(project.id)}
-    customer = {**in_project, "participant_id": "demo-customer-1"}
+    customer = {**in_project, "participant_id": DEMO_CUSTOMER}
     # (type, content, scope, slot): the slot is the fact's `key`, not part of what it says.
     facts = [
         ("product-insight", "Customers ask for a dark mode in the mobile app.", in_project, None),

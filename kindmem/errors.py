@@ -15,7 +15,7 @@ import sys
 from typing import Any
 
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
-from django.http import Http404, JsonResponse
+from django.http import Http404, HttpResponse
 from rest_framework import exceptions, status
 from rest_framework.response import Response
 
@@ -136,11 +136,12 @@ def _log_unavailable(exc: BaseException) -> None:
     logger.warning("unavailable: %s: %s", type(exc.__cause__ or exc).__name__, exc)
 
 
-def unavailable_response(exc: BaseException) -> JsonResponse:
+def unavailable_response(exc: BaseException) -> HttpResponse:
     """The 503 of a saturated or unreachable database, logged as one line (no traceback)."""
     _log_unavailable(exc)
-    return JsonResponse(
-        error_body(Unavailable.code, Unavailable.default_message),
+    return error_response(
+        Unavailable.code,
+        Unavailable.default_message,
         status=Unavailable.status_code,
         headers=_RETRY_AFTER,
     )
@@ -174,6 +175,26 @@ class LinkExpired(KindmemError):
 
 def error_body(code: str, message: str, details: Any = None) -> dict[str, Any]:
     return {"code": code, "message": message, "details": details}
+
+
+def error_response(
+    code: str,
+    message: str,
+    details: Any = None,
+    *,
+    status: int,
+    headers: dict[str, str] | None = None,
+) -> HttpResponse:
+    """The error shape answered outside a DRF view (a middleware, Django's handlers), written
+    by the API's own renderer so that its bytes match every other error's."""
+    from kindmem.renderers import ApiJSONRenderer
+
+    return HttpResponse(
+        ApiJSONRenderer().render(error_body(code, message, details)),
+        status=status,
+        content_type="application/json",
+        headers=headers,
+    )
 
 
 def _drf_code(exc: exceptions.APIException) -> str:
@@ -231,20 +252,20 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
     )
 
 
-def json_not_found(request: Any, exception: Exception | None = None) -> JsonResponse:
-    return JsonResponse(error_body("not-found", "Not found."), status=404)
+def json_not_found(request: Any, exception: Exception | None = None) -> HttpResponse:
+    return error_response("not-found", "Not found.", status=404)
 
 
-def json_server_error(request: Any) -> JsonResponse:
+def json_server_error(request: Any) -> HttpResponse:
     """handler500: what Django answers for an exception no view handled (the console's pages,
     a middleware's query): 503 with Retry-After when the database is what failed."""
     exc = sys.exc_info()[1]
     if exc is not None and is_unavailable(exc):
         return unavailable_response(exc)
-    return JsonResponse(
-        error_body("persistence-error", "The server failed to complete the request."), status=500
+    return error_response(
+        "persistence-error", "The server failed to complete the request.", status=500
     )
 
 
-def json_bad_request(request: Any, exception: Exception | None = None) -> JsonResponse:
-    return JsonResponse(error_body("validation-error", "Bad request."), status=400)
+def json_bad_request(request: Any, exception: Exception | None = None) -> HttpResponse:
+    return error_response("validation-error", "Bad request.", status=400)

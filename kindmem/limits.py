@@ -12,14 +12,14 @@ from django.conf import settings
 from django.core.cache import DEFAULT_CACHE_ALIAS, caches
 from django.core.cache.backends.db import DatabaseCache
 from django.db import connections, router
-from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.http import HttpRequest, HttpResponse
 from django.utils import timezone
 from django.utils.connection import ConnectionProxy
 from rest_framework.throttling import SimpleRateThrottle
 
 from kindmem.access import Principal
 from kindmem.credentials import presented_credential
-from kindmem.errors import error_body
+from kindmem.errors import error_response
 
 SAFE_METHODS = {"GET", "HEAD", "OPTIONS"}
 
@@ -42,12 +42,10 @@ class BodySizeLimitMiddleware:
                 length = 0
             limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
             if length > limit:
-                return JsonResponse(
-                    error_body(
-                        "request-too-large",
-                        f"The request body is {length} bytes; the limit is {limit}.",
-                        {"limit": limit},
-                    ),
+                return error_response(
+                    "request-too-large",
+                    f"The request body is {length} bytes; the limit is {limit}.",
+                    {"limit": limit},
                     status=413,
                 )
         return self.get_response(request)
@@ -82,17 +80,14 @@ class CredentialConcurrencyMiddleware:
                 refused = False
                 self._running[key] = running + 1
         if refused:
-            response = JsonResponse(
-                error_body(
-                    "rate-limited",
-                    f"This credential has {self.limit} requests running here; retry when one"
-                    " has ended.",
-                    {"concurrency_limit": self.limit},
-                ),
+            return error_response(
+                "rate-limited",
+                f"This credential has {self.limit} requests running here; retry when one"
+                " has ended.",
+                {"concurrency_limit": self.limit},
                 status=429,
+                headers={"Retry-After": "1"},
             )
-            response["Retry-After"] = "1"
-            return response
         try:
             return self.get_response(request)
         finally:

@@ -13,9 +13,9 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.http import HttpRequest, HttpResponse
 
-from kindmem.errors import error_body
+from kindmem.errors import error_response
 
 UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
 PROBLEM = "contains a NUL character or a lone surrogate, which cannot be stored"
@@ -59,16 +59,14 @@ class StorableRequestMiddleware:
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
         if UNSTORABLE.search(request.path_info):
-            return JsonResponse(error_body("not-found", "Not found."), status=404)
+            return error_response("not-found", "Not found.", status=404)
         for name, values in request.GET.lists():
             if UNSTORABLE.search(name) or any(UNSTORABLE.search(v) for v in values):
                 shown = name if not UNSTORABLE.search(name) else "non_field_errors"
-                return JsonResponse(
-                    error_body(
-                        "validation-error",
-                        "The request is not valid; see details.",
-                        {shown: [f"The query parameter {PROBLEM}."]},
-                    ),
+                return error_response(
+                    "validation-error",
+                    "The request is not valid; see details.",
+                    {shown: [f"The query parameter {PROBLEM}."]},
                     status=400,
                 )
         return self.get_response(request)

@@ -11,6 +11,7 @@ from django.test.utils import CaptureQueriesContext
 
 from config.durability import database_problems
 from kindmem.models import Run
+from kindmem.renderers import ApiJSONRenderer
 
 
 @pytest.fixture
@@ -102,6 +103,12 @@ def test_a_body_over_the_limit_is_refused_before_it_is_read(api, world, settings
     assert response.status_code == 413
     assert response.json()["code"] == "request-too-large"
     assert Run.objects.count() == 0
+    # written as every other error is, byte for byte: the API's renderer, its content type
+    refused = api.post("/v1/runs", {"agent_id": "support-bot"}, format="json", **world.app.headers)
+    assert refused.status_code == 400
+    assert response["Content-Type"] == refused["Content-Type"]
+    assert response.content == ApiJSONRenderer().render(response.json())
+    assert refused.content == ApiJSONRenderer().render(refused.json())
 
 
 def test_the_embedded_database_is_durable_and_has_pgvector_08(db):

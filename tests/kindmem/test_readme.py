@@ -60,6 +60,8 @@ def test_every_shell_example_in_readme_runs_against_a_live_server(tmp_path):
         printed = out_path.read_text(errors="replace")
         keys = dict(re.findall(r"^\s+(admin|app)\s+(kmk_\S+)", printed, re.MULTILINE))
         project = re.search(r"project:.*\(([0-9a-f-]{36})\)", printed).group(1)
+        # the demo people README's privacy example names are printed
+        assert re.search(r"^\s+demo-customer-1\s", printed, re.MULTILINE), printed[-2000:]
         assert _call(f"http://127.0.0.1:{port}/healthz")[0] == 200
         # when README's shell examples run in order, with what `make run` printed filled in,
         # and curl failing on any HTTP error
@@ -89,7 +91,9 @@ def test_every_shell_example_in_readme_runs_against_a_live_server(tmp_path):
         # then every command succeeded, and none answered an error body
         assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
         assert '"code":' not in result.stdout, result.stdout[-3000:]
-        assert '"hits":[]' not in result.stdout.replace(" ", ""), "an example found nothing"
+        compact = result.stdout.replace(" ", "")
+        assert '"hits":[]' not in compact, "an example found nothing"
+        assert '"nothing_matches":false' in compact, "the erasure example is about no one"
     finally:
         run.send_signal(signal.SIGINT)
         run.wait(timeout=60)

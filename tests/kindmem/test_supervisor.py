@@ -12,7 +12,7 @@ import sys
 import time
 from pathlib import Path
 from typing import Any
-from urllib.error import HTTPError
+from urllib.error import HTTPError, URLError
 from urllib.request import Request, urlopen
 
 import pytest
@@ -177,3 +177,61 @@ def test_a_child_that_keeps_dying_is_restarted_with_growing_backoff():
 def test_an_exit_is_described_by_its_signal_or_status():
     assert describe_exit(-signal.SIGKILL) == "was killed by SIGKILL"
     assert describe_exit(1) == "exited with status 1"
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("stop", ["SIGTERM to make", "SIGINT to its process group"])
+def test_make_run_stops_everything_when_make_is_signalled(tmp_path, stop):
+    # given README's `make run` (its recipe as written, the install step taken as done), in a
+    # process group of its own as a shell would start it
+    port = _free_port()
+    env = {
+        **os.environ,
+        **database_env(),
+        "KINDMEM_DATABASE_LOGIN": "migration",
+        "SECRET_KEY": "test-make-run",
+        "KINDMEM_DATA_DIR": str(tmp_path),
+        "KINDMEM_EMBEDDER": "hashing",
+        "KINDMEM_PORT": str(port),
+    }
+    env.pop("CELERY_BROKER_URL", None)
+    venv = Path(sys.prefix)
+    repo = Path(__file__).resolve().parents[2]
+    log = (tmp_path / "run.log").open("wb")
+    make = subprocess.Popen(
+        ["make", "-s", f"VENV={venv}", "-o", f"{venv}/.installed-run", "run", "RUN_ARGS=--no-demo"],
+        cwd=repo,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+    try:
+        _wait(
+            "healthz",
+            lambda: _call(f"http://127.0.0.1:{port}/healthz")[0] == 200,
+            seconds=120,
+            run=make,
+        )
+        children = _state(tmp_path)
+        assert {"web", "worker", "beat"} <= set(children)
+
+        # when make is signalled as an operator would from another shell, or as Ctrl-C does
+        if stop == "SIGTERM to make":
+            os.kill(make.pid, signal.SIGTERM)
+        else:
+            os.killpg(make.pid, signal.SIGINT)
+        make.wait(timeout=60)
+    finally:
+        if make.poll() is None:
+            os.killpg(make.pid, signal.SIGKILL)
+        log.close()
+
+    # then make is gone, and so is every process kindmem run started
+    output = (tmp_path / "run.log").read_text()
+    assert "stopping: web, beat, worker, broker" in output, output[-3000:]
+    for child in children.values():
+        with pytest.raises(ProcessLookupError):
+            os.kill(child["pid"], 0)
+    with pytest.raises(URLError):
+        _call(f"http://127.0.0.1:{port}/healthz")

@@ -30,6 +30,8 @@ def format_credentials(creds: Any, *, base_url: str) -> str:
         *(f"    {name:9} {password}" for name, password in creds.passwords.items()),
         "  API keys (shown once):",
         *(f"    {name:9} {key}" for name, key in creds.keys.items()),
+        "  demo people (participant ids, for subject access and erasure):",
+        *(f"    {person}  {what}" for person, what in creds.people.items()),
         "",
     ]
     return "\n".join(lines)
