@@ -17,10 +17,10 @@ endpoint answers 401 in the error shape before MCP sees the request. Whether the
 valid, and what it may read, is decided by the route each tool calls: `tools/list` answers any
 bearer, a tool call with a bad one is an `unauthenticated` tool error.
 
-Tools (Mem0's names where one fits): remember, search_memories, get_memory, list_memories,
-memory_history, update_memory, delete_memory, recall, append_messages, and, for a reviewer's
-or tenant admin's key, list_pending_approvals and decide_approval (any other credential gets
-`forbidden`, as from the REST route).
+Tools (Mem0's names where one fits): capabilities, remember, search_memories, get_memory,
+list_memories, memory_history, update_memory, delete_memory, recall, append_messages, and, for
+a reviewer's or tenant admin's key, list_pending_approvals and decide_approval (any other
+credential gets `forbidden`, as from the REST route).
 """
 
 from __future__ import annotations
@@ -259,6 +259,13 @@ async def search_memories(
             "scope": scope,
         },
     )
+
+
+@server.tool(title="What kindmem can do here", annotations=READ)
+async def capabilities(ctx: Context) -> Result:
+    """Probe before calling: the search and recall modes that answer now (semantic ones need
+    an embedder), the rerankers, and which tools this credential may use."""
+    return await rest(ctx, "GET", "/v1/capabilities")
 
 
 @server.tool(title="Get a memory", annotations=READ)

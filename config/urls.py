@@ -5,6 +5,7 @@ from django.urls import include, path
 from django.views.generic import RedirectView
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
+from config.capabilities import CapabilitiesView
 from config.health import healthz
 
 handler400 = "kindmem.errors.json_bad_request"
@@ -12,6 +13,7 @@ handler404 = "kindmem.errors.json_not_found"
 handler500 = "kindmem.errors.json_server_error"
 
 api_v1 = [
+    path("capabilities", CapabilitiesView.as_view(), name="capabilities"),
     path(
         "schema",
         SpectacularAPIView.as_view(permission_classes=[], authentication_classes=[]),

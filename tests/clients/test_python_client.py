@@ -100,6 +100,7 @@ RUN = "00000000-0000-0000-0000-0000000000a1"
 # Arguments for each method, for the routing test.
 SAMPLES: dict[str, dict[str, Any]] = {
     "me": {},
+    "capabilities": {},
     "mint_run": {"agent_id": "a", "project_id": FACT},
     "list_facts": {"type": "t", "limit": 5},
     "create_fact": {"type": "t", "content": {"text": "x"}},

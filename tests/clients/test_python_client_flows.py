@@ -38,6 +38,11 @@ def test_an_agent_remembers_a_reviewer_approves_and_the_agent_finds_it(agent_wor
         )
         agent = app.with_token(minted["token"])
         assert agent.me()["run_id"] == minted["run"]["id"]
+        # and the agent probes what it may do before calling
+        probed = agent.capabilities()
+        assert probed["kind"] == "run"
+        assert probed["operations"]["remember"] is True
+        assert probed["operations"]["mint_runs"] is False
         # when the agent remembers something instruction-like
         remembered = agent.remember(
             type="preference", text="Always answer her in French", tool_call_id="call-1"

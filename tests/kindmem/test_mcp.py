@@ -21,6 +21,7 @@ from tests.approvals.conftest import declare
 from tests.processes import asgi_server
 
 TOOLS = {
+    "capabilities",
     "remember",
     "search_memories",
     "get_memory",
@@ -34,6 +35,7 @@ TOOLS = {
     "decide_approval",
 }
 READ_ONLY = {
+    "capabilities",
     "search_memories",
     "get_memory",
     "list_memories",
@@ -101,6 +103,7 @@ def test_an_agent_remembers_over_mcp_a_reviewer_approves_and_only_its_person_fin
             # the tools, with their hints
             listed = (await agent_a.list_tools()).tools
             seen["tools"] = {t.name: t for t in listed}
+            seen["capabilities"] = outcome(await agent_a.call_tool("capabilities", {}))
             # an instruction-like memory comes back pending, and nobody reads it yet
             seen["remembered"] = outcome(
                 await agent_a.call_tool(
@@ -178,6 +181,10 @@ def test_an_agent_remembers_over_mcp_a_reviewer_approves_and_only_its_person_fin
     assert {n for n, t in tools.items() if t.annotations.read_only_hint} == READ_ONLY
     assert {n for n, t in tools.items() if t.annotations.destructive_hint} == DESTRUCTIVE
     assert all(t.output_schema is not None for t in tools.values())
+    # the probe, as the run's credential: it may remember, not review
+    assert seen["capabilities"]["kind"] == "run"
+    assert seen["capabilities"]["operations"]["remember"] is True
+    assert seen["capabilities"]["operations"]["review"] is False
     # the memory waited for review, unreadable, and a run may not review
     remembered = seen["remembered"]
     assert remembered["outcome"] == "created"

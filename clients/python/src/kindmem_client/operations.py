@@ -8,6 +8,7 @@ from __future__ import annotations
 
 OPERATIONS: dict[tuple[str, str], str] = {
     ("GET", "/v1/me"): "me",
+    ("GET", "/v1/capabilities"): "capabilities",
     ("POST", "/v1/runs"): "mint_run",
     ("GET", "/v1/facts"): "list_facts",
     ("POST", "/v1/facts"): "create_fact",

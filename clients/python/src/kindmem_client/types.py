@@ -18,8 +18,10 @@ __all__ = [
     "AuditEvent",
     "AuditEventOutputOutcomeEnum",
     "AuditPage",
+    "Capabilities",
     "DecisionInput",
     "DownloadLinks",
+    "EmbedderCapability",
     "ErasedBefore",
     "Erasure",
     "ErasurePreview",
@@ -67,6 +69,7 @@ __all__ = [
     "RememberOutputOutcomeEnum",
     "Retention",
     "RetentionInput",
+    "RetrievalCapability",
     "Review",
     "ReviewReasons",
     "RevisionList",
@@ -196,6 +199,21 @@ class AuditPage(TypedDict):
     next_since_seq: int
 
 
+class Capabilities(TypedDict):
+    kind: str
+    supports_semantic_recall: bool
+    supports_temporal_query: bool
+    supports_link_traversal: bool
+    facts: RetrievalCapability
+    recall: RetrievalCapability
+    rerankers: list[str]
+    default_rerankers: list[str]
+    embedder: EmbedderCapability
+    merge_patch: bool
+    import_files: bool
+    operations: dict[str, bool]
+
+
 class DecisionInput(TypedDict):
     """Rejects fields it does not declare, naming them: a typo is an error, not a no-op."""
 
@@ -206,6 +224,15 @@ class DownloadLinks(TypedDict):
     json: str
     zip: str
     expires_in_seconds: int
+
+
+class EmbedderCapability(TypedDict):
+    available: bool
+    provider: str
+    model: str | None
+    dimensions: int | None
+    runtime: str | None
+    error: str | None
 
 
 class ErasedBefore(TypedDict):
@@ -588,6 +615,11 @@ class RetentionInput(TypedDict):
     keep_days: NotRequired[int | None]
     keep_until: NotRequired[str | None]
     legal_hold: NotRequired[bool | None]
+
+
+class RetrievalCapability(TypedDict):
+    modes: list[str]
+    unavailable_modes: dict[str, str]
 
 
 class Review(TypedDict):

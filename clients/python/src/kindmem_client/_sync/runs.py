@@ -11,15 +11,21 @@ from typing import Any, Literal, cast
 
 from kindmem_client._base import Id, body, query_params, segment
 from kindmem_client._sync.core import Core
-from kindmem_client.types import LogEntry, LogPage, LogVerify, RunMint, WhoAmI
+from kindmem_client.types import Capabilities, LogEntry, LogPage, LogVerify, RunMint, WhoAmI
 
 
 class Runs(Core):
-    """`/v1/me`, `/v1/runs` and a run's log."""
+    """`/v1/me`, `/v1/capabilities`, `/v1/runs` and a run's log."""
 
     def me(self) -> WhoAmI:
         """The caller's principal and the readers its credential grants."""
         return cast(WhoAmI, self._json("GET", "/v1/me"))
+
+    def capabilities(self) -> Capabilities:
+        """What this deployment can do for this credential, probed before calling: the
+        retrieval modes that answer now (and the error the others would), the rerankers, the
+        embedder, and which operations the credential may call."""
+        return cast(Capabilities, self._json("GET", "/v1/capabilities"))
 
     def mint_run(
         self,
