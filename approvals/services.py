@@ -111,6 +111,7 @@ def revision_audit_touch(note: AuditNote, revision: Revision) -> None:
     note.touch(
         ids=[revision.id, revision.fact_id],
         subjects=[(s.kind, s.subject_id) for s in revision.subjects.all()],
+        targets=[(revision.fact.type, revision.fact.scope)],
     )
     if revision.fact.project_id:
         note.project_id = str(revision.fact.project_id)

@@ -3,9 +3,16 @@
 The shape follows the 003 seed's `IMemoryObservationRecord` (`seq`, `timestamp`, `phase`,
 `outcome`, `error`, `kind`, scope, provenance, `querySnapshot`), plus who asked and whom the
 touched rows are about, so "who read facts about this person" is one indexed query.
+
+The seed's `kind` (what kind of memory) and `scope` are a fact's `type` and scope here; one call
+may touch facts of several, so an event keeps each distinct pair it touched as a target
+(`{"type": ..., "scope": {...}}`). The event's own `kind` is what kind of row it touched (fact,
+message, log), as it was before targets existed.
 """
 
 from __future__ import annotations
+
+from collections.abc import Mapping
 
 from django.contrib.postgres.fields import ArrayField
 from django.contrib.postgres.indexes import GinIndex
@@ -14,6 +21,8 @@ from django.db.models import Q
 from django.utils import timezone
 
 from kindmem.models import Tenant
+
+MAX_ERROR = 500
 
 
 class Phase(models.TextChoices):
@@ -39,6 +48,27 @@ class AuditEventQuerySet(models.QuerySet["AuditEvent"]):
     def touching(self, object_id: str) -> AuditEventQuerySet:
         return self.filter(object_ids__contains=[object_id])
 
+    def of_project(self, project_id: object) -> AuditEventQuerySet:
+        """Events of a project: the event's own (any kind of event has one), or one of the
+        facts it touched (a list across projects names the first in its column)."""
+        return self.filter(
+            Q(project_id=project_id)
+            | Q(targets__contains=[{"scope": {"project_id": str(project_id)}}])
+        )
+
+    def targeting(
+        self, *, type: str | None = None, scope: Mapping[str, object] | None = None
+    ) -> AuditEventQuerySet:
+        """Events that touched a fact of `type` (if given) whose scope has every given key equal
+        (as `GET /v1/facts` narrows by scope), both in one target: JSON containment, which the
+        GIN index serves."""
+        wanted: dict[str, object] = {}
+        if type is not None:
+            wanted["type"] = type
+        if scope:
+            wanted["scope"] = {k: str(v) for k, v in scope.items()}
+        return self.filter(targets__contains=[wanted]) if wanted else self
+
 
 class AuditEvent(models.Model):
     # `seq` is the cursor. Events of one tenant get their seq under a per-tenant transaction
@@ -50,6 +80,9 @@ class AuditEvent(models.Model):
     phase = models.CharField(max_length=10, choices=Phase.choices)
     outcome = models.CharField(max_length=10, choices=Outcome.choices)
     error_code = models.CharField(max_length=50, blank=True)
+    error = models.CharField(
+        max_length=MAX_ERROR, blank=True, help_text="A failure's message, as the caller was told."
+    )
     kind = models.CharField(max_length=20, help_text="What was touched: fact, message, log.")
     endpoint = models.CharField(max_length=100, help_text="METHOD route-name")
     principal = models.CharField(max_length=100)
@@ -60,6 +93,11 @@ class AuditEvent(models.Model):
     subjects = ArrayField(models.CharField(max_length=250), default=list, blank=True)
     project_id = models.UUIDField(null=True, blank=True)
     query_snapshot = models.JSONField(default=dict, blank=True)
+    # [{"type": "preference", "scope": {"project_id": ..., "participant_id": ...}}, ...]: the
+    # distinct fact types and scopes the call touched, or, when it touched none (a refused
+    # write, an empty search), the one it asked for. Filled wherever facts are touched (the
+    # facts routes, remember and review, a cap-cull eviction); [] for messages and logs.
+    targets = models.JSONField(default=list, blank=True)
 
     objects = AuditEventQuerySet.as_manager()
 
@@ -71,6 +109,8 @@ class AuditEvent(models.Model):
             GinIndex(fields=["subjects"], name="audit_subjects"),
             # the fact_id filter
             GinIndex(fields=["object_ids"], name="audit_object_ids"),
+            # the type and scope filters (`targeting`: @> only, so the smaller jsonb_path_ops)
+            GinIndex(fields=["targets"], name="audit_targets", opclasses=["jsonb_path_ops"]),
             # the retention purge
             models.Index(fields=["tenant", "timestamp"], name="audit_tenant_time"),
         ]

@@ -63,19 +63,23 @@ class AuditedView(APIView):
             # services inside need no savepoint (kindmem/transactions.py)
             with request_atomic() if self._in_transaction else nullcontext():
                 response = self._dispatch_and_record(request, *args, **kwargs)
-        except Exception:
+        except Exception as exc:
             # A bug (a 500): the work is rolled back; the attempt is still on record, unless
-            # the database itself is what failed.
+            # the database itself is what failed. Its message is the class of what went wrong,
+            # never the exception's text (which may quote a row).
             try:
-                self._record_failure(request, "persistence-error")
+                # (the caller is told "The server failed to complete the request.": handler500)
+                failed = f"The server failed to complete the request ({type(exc).__name__})."
+                self._record_failure(request, "persistence-error", failed)
             except Exception:
                 logger.exception("could not record the failed request in the audit stream")
             raise
         if response.status_code >= 400:
             data = getattr(response, "data", None)
             code = data.get("code", "") if isinstance(data, dict) else ""
+            message = data.get("message", "") if isinstance(data, dict) else ""
             try:
-                self._record_failure(request, code)
+                self._record_failure(request, code, message if isinstance(message, str) else "")
             except Exception as exc:
                 if not is_unavailable(exc):
                     raise
@@ -116,7 +120,7 @@ class AuditedView(APIView):
             )
         return response
 
-    def _record_failure(self, request: Any, error_code: str) -> None:
+    def _record_failure(self, request: Any, error_code: str, error: str) -> None:
         principal = self._principal()
         if principal is None:
             return
@@ -128,6 +132,7 @@ class AuditedView(APIView):
                 outcome=Outcome.FAILURE,
                 endpoint=self._endpoint(request),
                 error_code=str(error_code),
+                error=error,
             )
 
     def _principal(self) -> Principal | None:

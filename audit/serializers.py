@@ -3,13 +3,19 @@ from __future__ import annotations
 from rest_framework import serializers
 
 from audit.models import AuditEvent, Outcome, Phase
-from kindmem.fields import StrictSerializer
+from kindmem import fields
+from kindmem.fields import StrictSerializer, TextField
 
 MAX_PAGE = 500
 
 
 class AuditQueryInput(StrictSerializer):
-    since_seq = serializers.IntegerField(min_value=0, required=False, default=0)
+    since_seq = serializers.IntegerField(
+        min_value=0,
+        required=False,
+        help_text="The cursor: the events after this seq, oldest first (0: from the first). "
+        "Without it, the most recent `limit` events, still oldest first.",
+    )
     limit = serializers.IntegerField(min_value=1, max_value=MAX_PAGE, required=False, default=100)
     since = serializers.DateTimeField(required=False)
     until = serializers.DateTimeField(required=False)
@@ -21,7 +27,41 @@ class AuditQueryInput(StrictSerializer):
     )
     principal = serializers.CharField(max_length=100, required=False, trim_whitespace=False)
     fact_id = serializers.UUIDField(required=False)
-    project_id = serializers.UUIDField(required=False)
+    project_id = serializers.UUIDField(
+        required=False,
+        help_text="Alone: the events of this project (the event's, or a touched fact's). With "
+        "`type` or another scope key: part of the scope one target must have.",
+    )
+    # The seed's `kind` and `scope` criteria, named as GET /v1/facts names them: events that
+    # touched (or, touching none, asked for) a fact of this type whose scope has every given
+    # key equal, in one target.
+    type = TextField(required=False, max_length=100, help_text="A fact type the event touched.")
+    org_id = fields.UUIDField(required=False)
+    user_id = fields.UUIDField(required=False)
+    participant_id = TextField(required=False, max_length=200)
+    thread_id = TextField(required=False, max_length=200)
+    session_id = TextField(required=False, max_length=200)
+
+    SCOPE_KEYS = ("org_id", "project_id", "user_id", "participant_id", "thread_id", "session_id")
+
+    def scope(self) -> dict[str, object]:
+        return {k: self.validated_data[k] for k in self.SCOPE_KEYS if k in self.validated_data}
+
+
+class AuditScopeOutput(serializers.Serializer):
+    """A fact's scope, naming only the containers set."""
+
+    org_id = serializers.CharField(required=False)
+    project_id = serializers.CharField(required=False)
+    user_id = serializers.CharField(required=False)
+    participant_id = serializers.CharField(required=False)
+    thread_id = serializers.CharField(required=False)
+    session_id = serializers.CharField(required=False)
+
+
+class AuditTargetOutput(serializers.Serializer):
+    type = serializers.CharField(allow_null=True, help_text="The fact type; null when not known.")
+    scope = AuditScopeOutput()
 
 
 class AuditEventOutput(serializers.ModelSerializer):
@@ -33,6 +73,7 @@ class AuditEventOutput(serializers.ModelSerializer):
             "phase",
             "outcome",
             "error_code",
+            "error",
             "kind",
             "endpoint",
             "principal",
@@ -43,11 +84,15 @@ class AuditEventOutput(serializers.ModelSerializer):
             "subjects",
             "project_id",
             "query_snapshot",
+            "targets",
         ]
+
+    targets = AuditTargetOutput(many=True)
 
 
 class AuditPageOutput(serializers.Serializer):
     events = AuditEventOutput(many=True)
     next_since_seq = serializers.IntegerField(
-        help_text="Pass as since_seq for the next page (the last seq returned, or since_seq)."
+        help_text="Pass as since_seq for the next page: the last seq returned (none returned: "
+        "since_seq, or 0)."
     )

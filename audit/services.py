@@ -4,24 +4,33 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import timedelta
 from functools import cache
 from typing import Any
 
 from django.db import connection
-from django.db.models import F, Func, TextField, Value
+from django.db.models import F, Func, Q, TextField, Value
 from django.db.models.functions import Cast, Now
 from django.utils import timezone
 
-from audit.models import AuditEvent, AuditPolicy, Outcome
+from audit.models import MAX_ERROR, AuditEvent, AuditPolicy, Outcome
 from kindmem import prepared
 from kindmem.access import Principal
 from kindmem.models import Tenant
 from kindmem.subjects import Subject
 
 DEFAULT_POLICY = AuditPolicy(retention_days=365, record_query_text=False)
+
+
+# A target: a fact type (None when not known) and a scope as sorted (key, value) pairs.
+Target = tuple[str | None, tuple[tuple[str, str], ...]]
+
+
+def _target(type_: str | None, scope: Mapping[str, object]) -> Target:
+    pairs = ((k, str(v)) for k, v in scope.items() if v is not None and v != "")
+    return (type_ or None, tuple(sorted(pairs)))
 
 
 @dataclass
@@ -34,16 +43,36 @@ class AuditNote:
     subjects: set[str] = field(default_factory=set)
     project_id: str | uuid.UUID | None = None
     query_snapshot: dict[str, Any] = field(default_factory=dict)
+    # (type, scope) pairs, each once, in the order first touched; and the one asked for, which
+    # stands in when nothing was touched (a refused write, a search that found nothing)
+    targets: dict[Target, None] = field(default_factory=dict)
+    asked: Target | None = None
 
     def touch(
         self,
         *,
         ids: Iterable[object] = (),
         subjects: Iterable[tuple[str, str] | str] = (),
+        targets: Iterable[tuple[str | None, Mapping[str, object]]] = (),
     ) -> None:
+        """Note rows touched: their ids, whom they are about, and (facts) each one's type and
+        scope, `(fact.type, fact.scope)`."""
         self.object_ids.extend(str(i)[:100] for i in ids)  # a garbage id from a URL stays short
         for subject in subjects:
             self.subjects.add(subject if isinstance(subject, str) else f"{subject[0]}:{subject[1]}")
+        for type_, scope in targets:
+            self.targets[_target(type_, scope)] = None
+
+    def ask(self, *, type: str | None, scope: Mapping[str, object]) -> None:
+        """Note the fact type and scope a call asks for (a write's, a list's or a search's
+        filters), recorded only if it touches none."""
+        asked = _target(type, scope)
+        self.asked = asked if asked != (None, ()) else None
+
+    def target_list(self) -> list[dict[str, Any]]:
+        """The event's `targets` column: what was touched, else what was asked for."""
+        chosen = list(self.targets) or ([self.asked] if self.asked is not None else [])
+        return [{"type": type_, "scope": dict(scope)} for type_, scope in chosen]
 
 
 @dataclass(frozen=True)
@@ -77,9 +106,11 @@ def audit_record(
     outcome: str,
     endpoint: str,
     error_code: str = "",
+    error: str = "",
     durable: bool = True,
 ) -> AuditEvent:
-    """Append one event. Call it inside the transaction of the work it records.
+    """Append one event. Call it inside the transaction of the work it records. A failure's
+    `error` is its message, as the caller was told it.
 
     `durable=False` (the API's successful reads, whose transaction writes nothing else) commits
     without waiting for the WAL flush.
@@ -94,6 +125,7 @@ def audit_record(
         phase=note.phase,
         outcome=outcome,
         error_code=error_code,
+        error=error[:MAX_ERROR],
         kind=note.kind,
         endpoint=endpoint[:100],
         principal=principal.id,
@@ -104,6 +136,7 @@ def audit_record(
         subjects=sorted(note.subjects),
         project_id=note.project_id or (run.project_id if run else None),
         query_snapshot=dict(note.query_snapshot),
+        targets=note.target_list(),
     )
     columns = [f for f in AuditEvent._meta.concrete_fields if not f.primary_key]
     values = [f.get_db_prep_save(getattr(event, f.attname), connection) for f in columns]
@@ -188,18 +221,30 @@ def audit_subject_scrub(*, tenant_id: uuid.UUID, subject: Subject) -> int:
             query_snapshot=Func(F("query_snapshot"), Value("query"), function="", arg_joiner=" - "),
         )
     )
-    # The snapshot is JSON: find the events whose text holds the id (in any spelling, since
-    # the bare id is inside the prefixed one), then rewrite each one's values.
+    # The snapshot and the targets (a scope's participant_id, user_id) are JSON, the error
+    # text: find the events whose text holds the id (in any spelling, since the bare id is
+    # inside the prefixed one), then rewrite each one's values.
     mentioning = list(
         AuditEvent.objects.of_tenant(tenant_id)
-        .annotate(snapshot_text=Cast("query_snapshot", TextField()))
-        .filter(snapshot_text__contains=subject.id)
-        .only("seq", "query_snapshot")
+        .annotate(
+            snapshot_text=Cast("query_snapshot", TextField()),
+            targets_text=Cast("targets", TextField()),
+        )
+        .filter(
+            Q(snapshot_text__contains=subject.id)
+            | Q(targets_text__contains=subject.id)
+            | Q(error__contains=subject.id)
+        )
+        .only("seq", "query_snapshot", "targets", "error")
         .order_by("seq")
     )
     for event in mentioning:
         event.query_snapshot = _scrubbed(event.query_snapshot, subject.id)
-    AuditEvent.objects.bulk_update(mentioning, ["query_snapshot"], batch_size=500)
+        event.targets = _scrubbed(event.targets, subject.id)
+        event.error = _scrubbed(event.error, subject.id)
+    AuditEvent.objects.bulk_update(
+        mentioning, ["query_snapshot", "targets", "error"], batch_size=500
+    )
     # A Kindgi user may be the principal itself ("staff:<id>" in the console).
     acting = (
         AuditEvent.objects.of_tenant(tenant_id)

@@ -9,7 +9,16 @@ from datetime import datetime, timedelta
 
 from django.db.models import QuerySet
 
-from facts.models import Fact, InvalidationReason, RetentionPolicy, Revision
+from audit.models import Outcome, Phase
+from audit.services import AuditNote, audit_record
+from facts.models import (
+    Fact,
+    InvalidationReason,
+    RetentionPolicy,
+    Revision,
+    Subject,
+    WritePolicyKind,
+)
 from facts.scopes import SCOPE_KEYS
 from kindmem import prepared
 from kindmem.access import Principal, PrincipalKind, is_privacy_officer
@@ -142,10 +151,17 @@ def invalidate(revision: Revision, *, by: str, reason: str, now: datetime) -> No
     revision.invalidation_reason = reason
 
 
-def cap_cull(fact: Fact, max_records: int, *, by: str, now: datetime) -> list[Revision]:
+# how an eviction is attributed: the invalidating writer, and the event's endpoint
+CAP_CULL_BY = f"policy:{WritePolicyKind.CAP_CULL.value}"
+
+
+def cap_cull(
+    fact: Fact, max_records: int, *, principal: Principal, now: datetime
+) -> list[Revision]:
     """Evict the oldest live facts of `fact`'s type and exact scope past `max_records`
-    (invalidated `deleted`). A fact whose retention forbids deleting it is kept and still
-    counts. Rows are locked in primary-key order so that concurrent writers do not deadlock."""
+    (invalidated `deleted` by "policy:cap-cull"), and record the eviction in the audit stream.
+    A fact whose retention forbids deleting it is kept and still counts. Rows are locked in
+    primary-key order so that concurrent writers do not deadlock."""
     same = {f"fact__{c}": getattr(fact, c) for c in SCOPE_KEYS}
     cohort = list(
         Revision.objects.of_tenant(fact.tenant_id)
@@ -164,6 +180,31 @@ def cap_cull(fact: Fact, max_records: int, *, by: str, now: datetime) -> list[Re
             break
         if revision.fact_id == fact.id or retention_forbids_delete(revision, revision.fact, now):
             continue
-        invalidate(revision, by=by, reason=InvalidationReason.DELETED, now=now)
+        invalidate(revision, by=CAP_CULL_BY, reason=InvalidationReason.DELETED, now=now)
         evicted.append(revision)
+    if evicted:
+        _cap_cull_audit(principal=principal, fact=fact, evicted=evicted, max_records=max_records)
     return evicted
+
+
+def _cap_cull_audit(
+    *, principal: Principal, fact: Fact, evicted: list[Revision], max_records: int
+) -> None:
+    """The eviction's own event, beside the write's (the 003 seed observes evictions too):
+    phase delete by the writer, the evicted facts and whom they were about, their type and
+    scope. In the write's transaction, so it exists exactly when the eviction committed."""
+    note = AuditNote(
+        phase=Phase.DELETE,
+        kind="fact",
+        project_id=fact.project_id,
+        query_snapshot={"max_records": max_records, "written": str(fact.id)},
+    )
+    about = Subject.objects.filter(
+        tenant_id=fact.tenant_id, revision_id__in=[r.pk for r in evicted]
+    ).values_list("kind", "subject_id")
+    note.touch(
+        ids=[r.fact_id for r in evicted],
+        subjects=list(about),
+        targets=[(r.fact.type, r.fact.scope) for r in evicted],
+    )
+    audit_record(principal=principal, note=note, outcome=Outcome.SUCCESS, endpoint=CAP_CULL_BY)

@@ -127,6 +127,7 @@ class FactSearchView(AuditedView):
         }
         if "project_id" in scope:
             self.audit.project_id = scope["project_id"]
+        self.audit.ask(type=v.get("type"), scope=scope)
         hits: list[SearchHit] = fact_search(
             search=FactSearch(
                 tenant_id=principal.tenant_id,
@@ -144,5 +145,6 @@ class FactSearchView(AuditedView):
         self.audit.touch(
             ids=[h.revision.fact_id for h in hits],
             subjects=[(s.kind, s.subject_id) for h in hits for s in h.revision.subjects.all()],
+            targets=[(h.revision.fact.type, h.revision.fact.scope) for h in hits],
         )
         return Response(FactSearchOutput.render(hits))

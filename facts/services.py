@@ -268,7 +268,7 @@ def fact_create(
                 "This credential may not write into that scope.", details={"scope": resolved}
             )
         if cap is not None:
-            cap_cull(fact, cap, by=f"policy:{WritePolicyKind.CAP_CULL.value}", now=now)
+            cap_cull(fact, cap, principal=principal, now=now)
         created = WriteResult(revision, Outcome.CREATED, stored=stored.revision)
         return _queued(principal, created, reasons, findings)
 

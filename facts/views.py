@@ -67,6 +67,7 @@ def audit_revisions(view: AuditedView, revisions: Iterable[Revision]) -> None:
         view.audit.touch(
             ids=[revision.fact_id],
             subjects=[(s.kind, s.subject_id) for s in revision.subjects.all()],
+            targets=[(revision.fact.type, revision.fact.scope)],
         )
         view.audit.project_id = view.audit.project_id or revision.fact.project_id
 
@@ -124,6 +125,7 @@ class FactListView(AuditedView):
             qs = qs.current().unexpired()
         if "valid_at" in data:
             qs = qs.valid_at(data["valid_at"])
+        self.audit.ask(type=data.get("type"), scope=params.scope())
         qs = qs.narrowed(
             type=data.get("type"), scope=params.scope(), tag=data.get("tag"), key=data.get("key")
         )
@@ -147,7 +149,9 @@ class FactListView(AuditedView):
     def post(self, request: Request) -> Response:
         body = FactCreateInput(data=request.data)
         body.is_valid(raise_exception=True)
-        result = services.fact_create(principal=principal_of(request), **body.service_kwargs())
+        kwargs = body.service_kwargs()
+        self.audit.ask(type=kwargs["type"], scope=kwargs.get("scope", {}))
+        result = services.fact_create(principal=principal_of(request), **kwargs)
         return _write_response(self, result, status.HTTP_201_CREATED)
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import uuid
 from typing import Any
 
 import pytest
@@ -43,6 +44,101 @@ def test_a_fact_write_records_who_wrote_what_about_whom(api, world):
     assert event.object_ids == [fact_id]
     assert event.subjects == ["participant:p-1"]
     assert event.project_id == world.project.id
+
+
+def test_events_name_the_type_and_scope_of_the_facts_they_touched(api, world, settings):
+    # given two facts of one project, about two people
+    settings.EMBEDDER = "hashing"
+    p1 = fact_create(api, world.app).json()["fact"]
+    fact_create(api, world.app, participant="p-2", type="note", content={"text": "tea"})
+    # when the app lists them, and searches for one
+    assert api.get("/v1/facts", **world.app.headers).status_code == 200
+    found = api.post(
+        "/v1/facts/search",
+        {"query": "green", "mode": "keyword", "type": "preference"},
+        format="json",
+        **world.app.headers,
+    )
+    assert found.status_code == 200, found.json()
+    # then each event names the (type, scope) of every fact it touched, once
+    write, _, listed, searched = AuditEvent.objects.order_by("seq")
+    p1_target = {"type": "preference", "scope": p1["scope"]}
+    p2_scope = {**p1["scope"], "participant_id": "p-2"}
+    assert write.targets == [p1_target]
+    assert sorted(listed.targets, key=str) == sorted(
+        [p1_target, {"type": "note", "scope": p2_scope}], key=str
+    )
+    assert searched.targets == [p1_target]
+
+
+def test_a_search_that_finds_nothing_records_the_type_and_scope_it_asked_for(api, world):
+    response = api.post(
+        "/v1/facts/search",
+        {"query": "zz", "mode": "keyword", "type": "note", "scope": {"participant_id": "p-9"}},
+        format="json",
+        **world.app.headers,
+    )
+    assert response.status_code == 200
+    assert only_event().targets == [{"type": "note", "scope": {"participant_id": "p-9"}}]
+
+
+def test_a_refused_write_records_its_message_and_the_type_and_scope_it_asked_for(api, world):
+    # given a person under erasure
+    factories.hold_create(world.tenant, "participant", "p-1")
+    # when a fact about them is written
+    response = fact_create(api, world.app)
+    # then the failure event says what the caller was told, and where the write was aimed
+    assert response.status_code == 409
+    event = only_event()
+    assert (event.outcome, event.error_code) == ("failure", "erasure-in-progress")
+    assert event.error == response.json()["message"]
+    assert event.targets == [
+        {
+            "type": "preference",
+            "scope": {"project_id": str(world.project.id), "participant_id": "p-1"},
+        }
+    ]
+
+
+def test_a_bounded_ring_eviction_records_its_own_event(api, world):
+    # given a ring of two notes per scope
+    factories.write_policy_create(world.tenant, "preference", max_records=2)
+    ids = [
+        fact_create(api, world.app, content={"text": t}).json()["fact"]["id"] for t in ("a", "b")
+    ]
+    # when a third is written into that scope
+    third = fact_create(api, world.app, content={"text": "c"})
+    assert third.status_code == 201, third.json()
+    # then the eviction of the oldest is on record, before the write that caused it
+    evicted, written = AuditEvent.objects.order_by("seq")[2:]
+    assert (evicted.phase, evicted.outcome, evicted.kind) == ("delete", "success", "fact")
+    assert evicted.endpoint == "policy:cap-cull"
+    assert evicted.principal == world.app.principal.id
+    assert evicted.object_ids == [ids[0]]
+    assert evicted.subjects == ["participant:p-1"]
+    assert evicted.targets == [{"type": "preference", "scope": third.json()["fact"]["scope"]}]
+    assert evicted.query_snapshot == {"max_records": 2, "written": third.json()["fact"]["id"]}
+    assert (written.endpoint, written.phase) == ("POST facts", "write")
+    # and the stream answers it by phase
+    page = api.get("/v1/audit", {"phase": "delete"}, **world.admin.headers).json()
+    assert [e["object_ids"] for e in page["events"]] == [[ids[0]]]
+
+
+def test_a_ring_write_rolled_back_leaves_no_eviction_on_record(api, world, monkeypatch):
+    from facts import views
+
+    factories.write_policy_create(world.tenant, "preference", max_records=1)
+    kept = fact_create(api, world.app).json()["fact"]["id"]
+
+    def broken(*args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError("rendering failed after the write")
+
+    monkeypatch.setattr(views, "_write_response", broken)
+    with pytest.raises(RuntimeError):
+        fact_create(api, world.app, content={"text": "next"})
+    # the evicted fact is live again, and no event says it was evicted
+    assert Revision.objects.live().get().fact_id == uuid.UUID(kept)
+    assert not AuditEvent.objects.filter(phase="delete").exists()
 
 
 def test_a_refused_write_records_a_failure_with_its_code_and_writes_nothing(api, world):
@@ -137,6 +233,8 @@ def test_a_write_rolled_back_by_a_bug_leaves_no_success_event(api, world, monkey
     assert Revision.objects.count() == 0
     event = only_event()
     assert (event.outcome, event.error_code) == ("failure", "persistence-error")
+    # its message names what failed, never the exception's text
+    assert event.error == "The server failed to complete the request (RuntimeError)."
 
 
 def test_messages_and_recall_record_write_and_retrieve(api, world, settings):
@@ -246,6 +344,15 @@ def test_hole_17_an_audit_lookup_by_fact_finds_its_remember_and_approval_events(
     # and the events of the review still name the revision they decided
     assert remembered["fact"]["revision_id"] in events[0]["object_ids"]
     assert remembered["fact"]["revision_id"] in events[2]["object_ids"]
+    # and the fact's type and scope, by which the stream finds them too
+    target = {"type": remembered["fact"]["type"], "scope": remembered["fact"]["scope"]}
+    assert all(e["targets"] == [target] for e in events)
+    by_scope = api.get(
+        "/v1/audit",
+        {"type": target["type"], **target["scope"]},
+        **world.admin.headers,
+    ).json()["events"]
+    assert [e["seq"] for e in by_scope] == [e["seq"] for e in events]
 
 
 def test_hole_17_events_recorded_before_the_fix_gain_their_fact_id(api, world):

@@ -18,6 +18,8 @@ __all__ = [
     "AuditEvent",
     "AuditEventOutputOutcomeEnum",
     "AuditPage",
+    "AuditScope",
+    "AuditTarget",
     "Capabilities",
     "DecisionInput",
     "DownloadLinks",
@@ -179,6 +181,7 @@ class AuditEvent(TypedDict):
     phase: PhaseEnum
     outcome: AuditEventOutputOutcomeEnum
     error_code: NotRequired[str]
+    error: NotRequired[str]
     kind: str
     endpoint: str
     principal: str
@@ -189,6 +192,7 @@ class AuditEvent(TypedDict):
     subjects: NotRequired[list[str]]
     project_id: NotRequired[str | None]
     query_snapshot: NotRequired[Any]
+    targets: list[AuditTarget]
 
 
 AuditEventOutputOutcomeEnum = Literal["success", "failure"]
@@ -197,6 +201,22 @@ AuditEventOutputOutcomeEnum = Literal["success", "failure"]
 class AuditPage(TypedDict):
     events: list[AuditEvent]
     next_since_seq: int
+
+
+class AuditScope(TypedDict):
+    """A fact's scope, naming only the containers set."""
+
+    org_id: NotRequired[str]
+    project_id: NotRequired[str]
+    user_id: NotRequired[str]
+    participant_id: NotRequired[str]
+    thread_id: NotRequired[str]
+    session_id: NotRequired[str]
+
+
+class AuditTarget(TypedDict):
+    type: str | None
+    scope: AuditScope
 
 
 class Capabilities(TypedDict):

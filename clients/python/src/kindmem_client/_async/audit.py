@@ -27,8 +27,16 @@ class AsyncAudit(AsyncCore):
         principal: str | None = None,
         fact_id: Id | None = None,
         project_id: Id | None = None,
+        type: str | None = None,
+        org_id: Id | None = None,
+        user_id: Id | None = None,
+        participant_id: str | None = None,
+        thread_id: str | None = None,
+        session_id: str | None = None,
     ) -> AuditPage:
-        """One page of the tenant's audit events after `since_seq`, oldest first."""
+        """One page of the tenant's audit events, oldest first: the first `limit` after
+        `since_seq` (0: from the first), or without it the most recent `limit`. `type` and the
+        scope keys match a fact the event touched, all of them the same fact's."""
         params = query_params(
             since_seq=since_seq,
             limit=limit,
@@ -41,6 +49,12 @@ class AsyncAudit(AsyncCore):
             principal=principal,
             fact_id=fact_id,
             project_id=project_id,
+            type=type,
+            org_id=org_id,
+            user_id=user_id,
+            participant_id=participant_id,
+            thread_id=thread_id,
+            session_id=session_id,
         )
         return cast(AuditPage, await self._json("GET", "/v1/audit", params=params))
 
@@ -58,6 +72,12 @@ class AsyncAudit(AsyncCore):
         principal: str | None = None,
         fact_id: Id | None = None,
         project_id: Id | None = None,
+        type: str | None = None,
+        org_id: Id | None = None,
+        user_id: Id | None = None,
+        participant_id: str | None = None,
+        thread_id: str | None = None,
+        session_id: str | None = None,
     ) -> AsyncIterator[AuditEvent]:
         """Every audit event after `since_seq` up to now; a short page is the last."""
         while True:
@@ -73,6 +93,12 @@ class AsyncAudit(AsyncCore):
                 principal=principal,
                 fact_id=fact_id,
                 project_id=project_id,
+                type=type,
+                org_id=org_id,
+                user_id=user_id,
+                participant_id=participant_id,
+                thread_id=thread_id,
+                session_id=session_id,
             )
             for event in page["events"]:
                 yield event
