@@ -52,6 +52,7 @@ class FactAdmin(ReadOnlyAdmin):
     # "=" keeps each lookup exact and indexed; subject ids find what a person's facts are.
     search_fields = ["=id", "=participant_id", "=thread_id", "=revisions__subjects__subject_id"]
     list_select_related = ["tenant", "project", "user"]
+    ordering = ["-created_at", "-id"]  # newest first, down the index `fact_recent`
 
     def get_queryset(self, request: HttpRequest) -> Any:
         return super().get_queryset(request).select_related("tenant", "org", "project", "user")

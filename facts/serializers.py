@@ -12,7 +12,7 @@ from django.utils import timezone
 from rest_framework import serializers
 
 from facts.links import MAX_HOPS
-from facts.models import FactSubjectKind, Revision, Trust
+from facts.models import FactSubjectKind, ReviewState, Revision, Trust
 from facts.retention import RetentionInput
 from facts.review_reasons import REASONS
 from facts.scopes import SubjectInput
@@ -236,7 +236,12 @@ class FactOutput(serializers.Serializer):
     invalidated_at = serializers.DateTimeField(allow_null=True)
     invalidated_by = serializers.CharField(allow_null=True)
     invalidation_reason = serializers.CharField(allow_null=True)
-    review = serializers.CharField(allow_null=True)
+    review = serializers.ChoiceField(
+        source="review_state",
+        choices=ReviewState.choices,
+        allow_null=True,
+        help_text="Null when it never had to wait for a person.",
+    )
     retention = RetentionOutput(source="*")
     expires_at = serializers.DateTimeField(allow_null=True)
     source = serializers.JSONField(allow_null=True)
@@ -297,7 +302,7 @@ class FactOutput(serializers.Serializer):
             "invalidated_at": _datetime(revision.invalidated_at),
             "invalidated_by": _text(revision.invalidated_by),
             "invalidation_reason": _text(revision.invalidation_reason),
-            "review": _text(revision.review),
+            "review": _text(revision.review_state),
             "retention": {
                 "keep_days": None if revision.keep_days is None else int(revision.keep_days),
                 "keep_until": _datetime(revision.keep_until),

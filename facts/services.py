@@ -409,7 +409,10 @@ def fact_supersede(
     expires_at = new_retention.expires_at(fact.created_at)
     trust: str | None = None
     verified: Verification | None = None
+    approved_at = None
     if same_content:
+        # the content a reviewer approved stays approved (a value that waits is not, yet)
+        approved_at = None if waits else current.approved_at
         # Only what is said about the content changed: the content keeps the trust it had
         # (an agent's write stays unverified), and its expiry unless the retention moved.
         trust = who.trust if principal.kind == PrincipalKind.RUN else current.trust
@@ -442,6 +445,7 @@ def fact_supersede(
         trust=trust,
         verified=verified,
         review=Review.PENDING if waits else None,
+        approved_at=approved_at,
         embedded=embedded,
         now=now,
         read_back=stored,
@@ -503,6 +507,7 @@ def fact_verify(
         supersedes=current,
         trust=Trust.VERIFIED,
         verified=Verification(by=who.label, at=now),
+        approved_at=current.approved_at,  # the same content: approved if it was
         embedded=embedded_copy(current),
         now=now,
         read_back=stored,
@@ -569,7 +574,7 @@ def revision_approve(*, tenant_id: uuid.UUID, revision_id: uuid.UUID, by: str) -
     if Revision.objects.filter(fact=fact, version__gt=version).exists():
         version = next_version(fact)
     Revision.objects.filter(pk=waiting.pk).update(
-        review=None, supersedes=approved, version=version, created_at=now
+        review=None, approved_at=now, supersedes=approved, version=version, created_at=now
     )
     return Revision.objects.select_related("fact").get(pk=revision_id)
 

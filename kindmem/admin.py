@@ -18,7 +18,8 @@ from kindmem.errors import ValidationFailed
 from kindmem.models import Agent, ApiKey, Org, Project, Run, Tenant, User, WorkerHeartbeat
 
 admin.site.site_header = "kindmem console"
-admin.site.site_title = "kindmem"
+# every page's <title> ends with it: "Erasure requests | kindmem console"
+admin.site.site_title = "kindmem console"
 admin.site.index_title = "Memory, review and privacy"
 
 
@@ -30,6 +31,7 @@ class TenantAdmin(TenantScopedAdmin):
     list_filter = ["created_at"]
     search_fields = ["name", "id"]
     list_select_related: list[str] = []
+    ordering = ["name"]  # unique
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return is_platform_staff(request) and super().has_add_permission(request)
@@ -41,6 +43,7 @@ class OrgAdmin(TenantScopedAdmin):
     list_filter = ["tenant"]
     search_fields = ["name", "id"]
     list_select_related = ["tenant"]
+    ordering = ["name", "id"]  # a name is unique within its tenant
 
 
 @admin.register(Project)
@@ -49,6 +52,7 @@ class ProjectAdmin(TenantScopedAdmin):
     list_filter = ["tenant", "org"]
     search_fields = ["name", "id"]
     list_select_related = ["tenant", "org"]
+    ordering = ["name", "id"]
 
 
 @admin.register(User)
@@ -100,6 +104,7 @@ class AgentAdmin(TenantScopedAdmin):
     list_filter = ["tenant"]
     search_fields = ["agent_id", "name"]
     list_select_related = ["tenant"]
+    ordering = ["agent_id", "id"]  # an agent_id is unique within its tenant
 
 
 class ApiKeyAddForm(forms.ModelForm):
@@ -137,6 +142,7 @@ class ApiKeyAdmin(TenantScopedAdmin):
     list_filter = ["kind", "tenant", "revoked_at"]
     search_fields = ["name", "prefix"]
     list_select_related = ["tenant", "user"]
+    ordering = ["-created_at", "id"]
     readonly_fields = ["prefix", "created_at", "last_used_at", "revoked_at"]
     filter_horizontal = ["projects"]
     actions = ["revoke"]

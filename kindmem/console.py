@@ -34,7 +34,8 @@ from django.contrib.admin.utils import (
     reverse_field_path,
 )
 from django.db.models import QuerySet
-from django.http import Http404, HttpRequest
+from django.http import Http404, HttpRequest, HttpResponse
+from django.utils.text import capfirst
 
 from kindmem.console_lists import CappedCountPaginator
 from kindmem.console_names import Named, Names
@@ -135,6 +136,12 @@ class TenantScopedAdmin(admin.ModelAdmin):
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Any]:
         return console_scope(request, super().get_queryset(request))
+
+    def changelist_view(self, request: HttpRequest, extra_context: Any = None) -> HttpResponse:
+        # The list's name ("Erasure requests"), in the page's title and heading: Django's
+        # "Select erasure request to view" is a picker's wording; an admin's own title wins.
+        context = {"title": capfirst(self.model._meta.verbose_name_plural), **(extra_context or {})}
+        return super().changelist_view(request, context)
 
     def get_object(self, request: HttpRequest, object_id: str, from_field: Any = None) -> Any:
         found = super().get_object(request, object_id, from_field)

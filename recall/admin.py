@@ -58,6 +58,9 @@ class ConversationAdmin(ReadOnlyAdmin):
     list_filter = ("tenant", "agent", "project")
     search_fields = ("thread_id", "participant_id", "user__username")
     list_select_related = ("tenant", "agent", "project", "user")
+    # Newest first. Sorted, not read down an index: a tenant has one conversation per thread,
+    # far fewer than its facts or messages.
+    ordering = ("-created_at", "-id")
     date_hierarchy = "created_at"
     inlines = [MessageInline]
 

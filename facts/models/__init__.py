@@ -22,6 +22,7 @@ from facts.models.choices import EmbeddingState as EmbeddingState
 from facts.models.choices import FactSubjectKind as FactSubjectKind
 from facts.models.choices import InvalidationReason as InvalidationReason
 from facts.models.choices import Review as Review
+from facts.models.choices import ReviewState as ReviewState
 from facts.models.choices import Trust as Trust
 from facts.models.fact import Fact as Fact
 from facts.models.fact import FactQuerySet as FactQuerySet

@@ -30,6 +30,14 @@ class Review(models.TextChoices):
     PENDING = "pending"
 
 
+class ReviewState(models.TextChoices):
+    """A revision's review as the API says it (`Revision.review_state`): the `review` column
+    holds `pending` only, `approved_at` the approval."""
+
+    PENDING = "pending", "waiting for a person: no read returns it"
+    APPROVED = "approved", "a reviewer approved it"
+
+
 class EmbeddingState(models.TextChoices):
     PENDING = "pending", "waiting to be embedded"
     DONE = "done", "embedded"

@@ -20,7 +20,14 @@ from django.utils import timezone
 from pgvector.django import HnswIndex, VectorField
 
 from embeddings.providers import DIMENSIONS
-from facts.models.choices import AttributionKind, EmbeddingState, InvalidationReason, Review, Trust
+from facts.models.choices import (
+    AttributionKind,
+    EmbeddingState,
+    InvalidationReason,
+    Review,
+    ReviewState,
+    Trust,
+)
 from facts.models.fact import Fact
 from facts.models.subject import Subject
 from kindmem.fulltext import TEXT_CONFIG
@@ -186,6 +193,11 @@ class Revision(models.Model):
         max_length=10, choices=InvalidationReason.choices, null=True, blank=True
     )
     review = models.CharField(max_length=10, choices=Review.choices, null=True, blank=True)
+    # When a reviewer approved the content after it waited (`revision_approve`), carried to the
+    # revisions that repeat that content (a verify, a change of its retention or subjects):
+    # the API's `review: approved` (`review_state`). `review` itself stays NULL once approved,
+    # which is what every read and the one-current-revision index look for.
+    approved_at = models.DateTimeField(null=True, blank=True)
     # Retention override (the seed's Retention); tenant policy supplies the defaults.
     keep_days = models.PositiveIntegerField(null=True, blank=True)
     keep_until = models.DateTimeField(null=True, blank=True)
@@ -254,6 +266,10 @@ class Revision(models.Model):
             models.CheckConstraint(
                 condition=Q(review__isnull=True) | Q(review__in=Review.values),
                 name="revision_review_valid",
+            ),
+            models.CheckConstraint(
+                condition=Q(review__isnull=True) | Q(approved_at__isnull=True),
+                name="revision_pending_not_approved",
             ),
             models.CheckConstraint(
                 condition=Q(embedding_state__in=EmbeddingState.values),
@@ -335,6 +351,14 @@ class Revision(models.Model):
 
     def __str__(self) -> str:
         return f"{self.fact_id} v{self.version}"
+
+    @property
+    def review_state(self) -> str | None:
+        """The API's `review`: `pending` while it waits for a person (no read returns it),
+        `approved` once a reviewer approved its content, None when it never had to wait."""
+        if self.review:
+            return ReviewState.PENDING
+        return ReviewState.APPROVED if self.approved_at is not None else None
 
     @property
     def is_current(self) -> bool:

@@ -76,12 +76,69 @@ def test_an_approved_memory_becomes_readable_and_stays_unverified(api, world, ag
     body = response.json()
     assert body["status"] == "approved"
     assert body["decided_by"] == f"user:{reviewer.user.id}"
-    assert body["fact"]["review"] is None
+    assert body["fact"]["review"] == "approved"
     assert listed_texts(api, world.app.headers) == ["Always greet her in Spanish."]
     assert listed_texts(api, agent_run.headers) == ["Always greet her in Spanish."]
     fact = api.get(f"/v1/facts/{pending['fact']['id']}", **world.app.headers).json()
     assert fact["trust"] == "unverified"
     assert fact["revision_id"] == pending["fact"]["revision_id"]
+
+
+def test_an_approved_memory_reads_review_approved_wherever_the_api_shows_it(
+    api, world, agent_run, reviewer
+):
+    # given a memory a reviewer approved, and a fact that never had to wait
+    pending = remember_pending(api, agent_run, "Always greet Ada in Spanish.")
+    assert pending["fact"]["review"] == "pending"
+    api.post(
+        f"/v1/approvals/{pending['approval_id']}/approve",
+        {},
+        format="json",
+        **reviewer.key.headers,
+    )
+    plain = remember(api, agent_run, text="Ada likes Spanish greetings.").json()
+    assert plain["approval_id"] is None
+    fact_id, plain_id = pending["fact"]["id"], plain["fact"]["id"]
+    headers = world.app.headers
+    # when the fact is read, listed, searched and its history read
+    detail = api.get(f"/v1/facts/{fact_id}", **headers).json()
+    listed = {f["id"]: f["review"] for f in api.get("/v1/facts", **headers).json()["facts"]}
+    hits = api.post(
+        "/v1/facts/search", {"mode": "keyword", "query": "Spanish"}, format="json", **headers
+    ).json()["hits"]
+    history = api.get(f"/v1/facts/{fact_id}/revisions", **headers).json()["revisions"]
+    # then the approved one says so everywhere; the one that never waited says nothing
+    assert detail["review"] == "approved"
+    assert listed == {fact_id: "approved", plain_id: None}
+    assert {h["fact"]["id"]: h["fact"]["review"] for h in hits} == listed
+    assert [r["review"] for r in history] == ["approved"]
+
+
+def test_a_verified_approval_stays_approved_and_new_words_are_not(api, world, agent_run, reviewer):
+    # given a memory a reviewer approved and verified (a verified revision after the approved)
+    pending = remember_pending(api, agent_run, "Always call Ada by her first name.")
+    api.post(
+        f"/v1/approvals/{pending['approval_id']}/verify", {}, format="json", **reviewer.key.headers
+    )
+    fact_id = pending["fact"]["id"]
+    verified = api.get(f"/v1/facts/{fact_id}", **world.app.headers).json()
+    # when the app then changes only its retention, and then its words
+    kept = api.post(
+        f"/v1/facts/{fact_id}/supersede",
+        {"content": verified["content"], "retention": {"legal_hold": True}},
+        format="json",
+        **world.admin.headers,
+    ).json()["fact"]
+    changed = api.post(
+        f"/v1/facts/{fact_id}/supersede",
+        {"content": {"text": "Ada prefers Mrs Lovelace."}},
+        format="json",
+        **world.admin.headers,
+    ).json()["fact"]
+    # then the verified revision and the one of the same words stay approved, new words not
+    assert (verified["trust"], verified["review"]) == ("verified", "approved")
+    assert (kept["version"], kept["review"]) == (3, "approved")
+    assert changed["review"] is None
 
 
 def test_a_rejected_memory_is_never_readable(api, world, agent_run, reviewer):

@@ -17,6 +17,8 @@ from django.urls import reverse
 from facts.models import Link, Revision, Subject
 from facts.services import fact_create, fact_supersede
 from kindmem.models import ApiKey
+from tests import factories
+from tests.approvals.conftest import declare, remember
 from tests.console.conftest import fact_history_plant, staff_create
 
 pytestmark = pytest.mark.django_db
@@ -107,6 +109,43 @@ def test_trust_and_review_state_are_badges_and_each_revision_links_what_caused_i
     # and the run log timeline has that anchor to land on
     run_log = signed_in(superuser).get(timeline).content.decode()
     assert f'id="entry-{history.entries[1].sequence}"' in run_log
+
+
+def badge_labels(html: str) -> list[str]:
+    return [label.strip() for label in re.findall(r'class="km-badge[^"]*"[^>]*>([^<]*)<', html)]
+
+
+def reviews_in(html: str) -> list[str]:
+    """The badges of `html` that speak of review."""
+    return [label for label in badge_labels(html) if "review" in label]
+
+
+@pytest.mark.parametrize("decision", [None, "reject", "approve", "verify"])
+def test_the_fact_page_says_a_revisions_review_in_one_badge(api, world, decision):
+    # given a memory that waited for review, left waiting or decided
+    declare(world.agent)
+    run = factories.run_create(world.app, world.project, agent=world.agent)
+    reviewer = staff_create(world, "one-badge", "reviewer")
+    waited = remember(api, run, text="Always greet Ada in Spanish.").json()
+    if decision:
+        api.post(
+            f"/v1/approvals/{waited['approval_id']}/{decision}",
+            {},
+            format="json",
+            **factories.user_key_create(reviewer).headers,
+        )
+    # when staff open the fact's page
+    html = signed_in(reviewer).get(page_url(waited["fact"]["id"])).content.decode()
+    # then the fact and the revision that waited each say how its review stands once
+    status = {None: "pending", "reject": "rejected", "approve": "approved", "verify": "verified"}
+    badges = html.split('id="fact-badges"')[1].split("</div>")[0]
+    assert reviews_in(badges) == [f"review: {status[decision]}"]
+    assert reviews_in(revision_item(html, 1)) == [f"review: {status[decision]}"]
+    # and where it stands otherwise is a badge of its own: current, or how it ended
+    ends = {None: [], "reject": [], "approve": ["current"], "verify": ["superseded"]}
+    assert [b for b in badge_labels(revision_item(html, 1)) if "review" not in b][1:] == (
+        ends[decision]
+    )
 
 
 def test_people_agents_projects_and_keys_are_named_not_shown_by_id(api, world):

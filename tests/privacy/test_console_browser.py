@@ -8,8 +8,10 @@ import pytest
 from django.urls import reverse
 
 from facts.models import Revision
+from kindmem.models import User
 from privacy.erasure import erasure_run
 from privacy.models import ErasureRequest, RequestStatus
+from privacy.services import erasure_start
 from tests.conftest import console_login, screenshot
 from tests.console.conftest import PASSWORD, staff_create
 from tests.privacy.conftest import plant_person
@@ -82,3 +84,48 @@ def test_an_officer_previews_an_erasure_catches_a_typo_and_confirms_the_right_id
     page.wait_for_selector("#lookup-answer")
     assert page.inner_text("#lookup-answer h2").startswith("Yes")
     screenshot(page, "erasure-lookup")
+
+
+# The parts of the page that scroll sideways: Django's list wraps its table in one that does,
+# so a table wider than its place is cut off there, short of making the page wider.
+SCROLLING_SIDEWAYS = """[...document.querySelectorAll('*')]
+    .filter(e => ['auto', 'scroll'].includes(getComputedStyle(e).overflowX)
+                 && e.scrollWidth > e.clientWidth)
+    .map(e => e.id || e.className || e.tagName)"""
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("role", ["officer", "superuser", "platform staff"])
+def test_the_erasure_list_fits_a_1366_pixel_window(live_server, browser, world, role):
+    # given erasures running, done and failed, of people with long ids
+    statuses = [RequestStatus.RUNNING, RequestStatus.COMPLETED, RequestStatus.FAILED]
+    for i, status in enumerate(statuses):
+        erasure = erasure_start(
+            tenant_id=world.tenant.id,
+            target_kind="participant",
+            target_id=f"participant-{'x' * 40}-{i}",
+            reason="asked by email, with the ticket number and the date it came in " * 2,
+            requested_by="test",
+        )
+        ErasureRequest.objects.filter(pk=erasure.pk).update(status=status)
+    if role == "platform staff":  # every tenant's: the tenant column and filter too
+        staff = User.objects.create_superuser(username="platform", password=PASSWORD)
+    else:
+        staff = staff_create(world, f"wide-{role}", role)
+    context = browser.new_context(viewport={"width": 1366, "height": 768})
+    page = context.new_page()
+    page.set_default_timeout(10_000)
+    try:
+        console_login(page, live_server.url, staff.username, PASSWORD)
+        page.wait_for_selector("#site-name")
+        # when they open the list of erasures
+        page.goto(f"{live_server.url}{reverse('admin:privacy_erasurerequest_changelist')}")
+        page.wait_for_selector("#result_list")
+        # then every erasure is there, and nothing is wider than the window or its place in it
+        assert page.locator("#result_list tbody tr").count() == 3
+        screenshot(page, f"erasure-list-1366-{role.replace(' ', '-')}")
+        assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
+        assert page.evaluate(SCROLLING_SIDEWAYS) == []
+        assert page.locator("#result_list thead th").last.is_visible()
+    finally:
+        context.close()

@@ -34,8 +34,12 @@ __all__ = [
 ]
 '''
 
-# Components that repeat another under a second name (the schema hook's shared error shape).
-SKIP = {"Error"}
+# drf-spectacular's enum of the null that a nullable choice field may take besides its choices
+# (`oneOf: [ReviewEnum, NullEnum]`, `nullable`): said by the `| None` of `nullable`.
+NULL_ENUM = "NullEnum"
+# Components that repeat another under a second name (the schema hook's shared error shape), or
+# that say no type of their own (the null enum).
+SKIP = {"Error", NULL_ENUM}
 QUOTES = '"' * 3
 SCALARS = {"string": "str", "integer": "int", "number": "float", "boolean": "bool"}
 
@@ -55,6 +59,9 @@ def annotation(schema: dict[str, Any]) -> str:
         text = type_name(schema["$ref"].rsplit("/", 1)[-1])
     elif "allOf" in schema and len(schema["allOf"]) == 1:
         text = annotation(schema["allOf"][0])
+    elif "oneOf" in schema:
+        null = f"#/components/schemas/{NULL_ENUM}"
+        text = " | ".join(annotation(s) for s in schema["oneOf"] if s.get("$ref") != null)
     elif "enum" in schema:
         text = "Literal[" + ", ".join(json.dumps(v) for v in schema["enum"] if v) + "]"
     elif schema.get("type") == "array":

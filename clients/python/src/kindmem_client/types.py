@@ -73,6 +73,7 @@ __all__ = [
     "RetentionInput",
     "RetrievalCapability",
     "Review",
+    "ReviewEnum",
     "ReviewReasons",
     "RevisionList",
     "RoleEnum",
@@ -329,7 +330,7 @@ class Fact(TypedDict):
     invalidated_at: str | None
     invalidated_by: str | None
     invalidation_reason: str | None
-    review: str | None
+    review: ReviewEnum | None
     retention: Retention
     expires_at: str | None
     source: Any
@@ -644,6 +645,9 @@ class RetrievalCapability(TypedDict):
 
 class Review(TypedDict):
     reasons: list[ReasonsEnum]
+
+
+ReviewEnum = Literal["pending", "approved"]
 
 
 class ReviewReasons(TypedDict):
