@@ -24,9 +24,11 @@ from approvals.models import Approval, ApprovalStatus
 from approvals.services import approval_open
 from facts.review_reasons import VERIFIED_SLOT, Finding, detect, reasons_of
 from facts.scopes import SubjectInput
+from facts.services import type_content_schema
 from facts.slots import SlotOutcome, SlotWrite, slot_write
 from kindmem import declarations
 from kindmem.access import Principal, PrincipalKind
+from kindmem.content_schema import check_content
 from kindmem.errors import Forbidden, InvalidFact
 from kindmem.models import Run, SubjectKind
 
@@ -134,6 +136,9 @@ def memory_remember(
     content: dict[str, Any] = {"text": text}
     if key is not None:
         content["key"] = key
+    check_content(
+        [declaration.schema, type_content_schema(principal.tenant_id, type)], content, type=type
+    )
     result = slot_write(
         principal=principal,
         type=type,

@@ -257,7 +257,9 @@ def main() -> None:
     rows = generate(args.facts, args.seed)
     print(f"corpus: {len(rows):,} facts (seed {args.seed})", flush=True)
     if args.embedder == "local":
-        vectors, info = corpus_vectors([r.text for r in rows], args.seed, threads=args.embed_threads)
+        vectors, info = corpus_vectors(
+            [r.text for r in rows], args.seed, threads=args.embed_threads
+        )
     else:
         from embeddings.providers import HashingEmbedder
 

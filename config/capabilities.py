@@ -127,7 +127,7 @@ class CapabilitiesView(APIView):
                 "error": health.get("error")
                 or (None if embedder_ok else "No embedder is configured (KINDMEM_EMBEDDER)."),
             },
-            "merge_patch": False,
+            "merge_patch": True,
             "import_files": False,
             "operations": {name: _may(request, view) for name, view in OPERATIONS.items()},
         }

@@ -18,9 +18,9 @@ valid, and what it may read, is decided by the route each tool calls: `tools/lis
 bearer, a tool call with a bad one is an `unauthenticated` tool error.
 
 Tools (Mem0's names where one fits): capabilities, remember, search_memories, get_memory,
-list_memories, memory_history, update_memory, delete_memory, recall, append_messages, and, for
-a reviewer's or tenant admin's key, list_pending_approvals and decide_approval (any other
-credential gets `forbidden`, as from the REST route).
+list_memories, memory_history, update_memory, patch_memory, delete_memory, recall,
+append_messages, and, for a reviewer's or tenant admin's key, list_pending_approvals and
+decide_approval (any other credential gets `forbidden`, as from the REST route).
 """
 
 from __future__ import annotations
@@ -108,18 +108,21 @@ async def rest(
     *,
     params: dict[str, Any] | None = None,
     body: dict[str, Any] | None = None,
+    content_type: str = "application/json",
 ) -> CallToolResult:
     """Call a kindmem REST route in-process with this MCP request's credential: its JSON as
     the tool's structured output, or its error body as a tool error (`is_error`)."""
     incoming = ctx.headers or {}
     query = urlencode({k: _text(v) for k, v in (params or {}).items() if v is not None})
-    payload = b"" if body is None else json.dumps(_drop_none(body)).encode()
+    if body is not None and content_type == "application/json":
+        body = _drop_none(body)  # an argument left out; in a merge patch, null deletes a key
+    payload = b"" if body is None else json.dumps(body).encode()
     headers = [(b"host", incoming.get("host", "localhost").encode("latin-1"))]
     if "authorization" in incoming:
         headers.append((b"authorization", incoming["authorization"].encode("latin-1")))
     if body is not None:
         headers += [
-            (b"content-type", b"application/json"),
+            (b"content-type", content_type.encode()),
             (b"content-length", str(len(payload)).encode()),
         ]
     scope: dict[str, Any] = {
@@ -315,6 +318,34 @@ async def update_memory(
         "POST",
         f"/v1/facts/{_segment(memory_id)}/supersede",
         body={"content": content, "expected_version": expected_version},
+    )
+
+
+@server.tool(title="Patch a memory", annotations=CHANGE)
+async def patch_memory(
+    ctx: Context,
+    memory_id: MemoryId,
+    patch: Annotated[
+        dict[str, Any],
+        Field(
+            description='A JSON merge patch (RFC 7386) of the memory: {"content": {...}}'
+            " (and valid_from / valid_until); null deletes a key, arrays replace, objects"
+            " merge. Its type may allow only some content fields to change."
+        ),
+    ],
+    expected_version: Annotated[
+        int | None,
+        Field(ge=1, description="Refuse (`conflict`) if the memory moved past this version."),
+    ] = None,
+) -> Result:
+    """Change some fields of a memory without resending the rest (a new revision)."""
+    return await rest(
+        ctx,
+        "PATCH",
+        f"/v1/facts/{_segment(memory_id)}",
+        params={"expected_version": expected_version},
+        body=patch,
+        content_type="application/merge-patch+json",
     )
 
 

@@ -240,7 +240,7 @@ class RetentionPolicyAdmin(TenantScopedAdmin):
 class WritePolicyAdmin(TenantScopedAdmin):
     """Per fact type: last-write-wins (the default) or a bounded ring of max_records."""
 
-    list_display = ["fact_type", "tenant", "policy", "max_records"]
+    list_display = ["fact_type", "tenant", "policy", "max_records", "dedup_scope", "mutable_fields"]
     list_filter = ["tenant", "policy"]
     search_fields = ["fact_type"]
     list_select_related = ["tenant"]

@@ -9,7 +9,10 @@ from datetime import datetime
 from typing import Any
 
 from django.db import IntegrityError, transaction
+from django.db.models import Q
+from django.utils import timezone
 
+from facts.agent_writes import check_run_may_alter
 from facts.models import Link, Revision
 from facts.provenance import attribution_of
 from facts.revisions import lock_current
@@ -90,6 +93,61 @@ def link_create(
     return link, True
 
 
+# What a link update may change; its ends and type are what it is (delete and link anew).
+LINK_MUTABLE = ("confidence", "provenance", "valid_at", "invalid_at")
+
+
+def _own_link(principal: Principal, fact_id: uuid.UUID | str, link_id: uuid.UUID | str) -> Link:
+    """The link `link_id` out of the readable fact `fact_id`, row-locked; `fact-not-found` when
+    the fact may not be read or has no such link (indistinguishable). An agent's run changes
+    only links of facts it may alter."""
+    source, current = lock_current(principal, fact_id)
+    check_run_may_alter(principal, source, current)
+    try:
+        ident = uuid.UUID(str(link_id))
+    except ValueError:
+        raise FactNotFound("No such link on this fact.") from None
+    link = (
+        Link.objects.select_for_update()
+        .filter(tenant_id=principal.tenant_id, source=source, pk=ident)
+        .first()
+    )
+    if link is None:
+        raise FactNotFound("No such link on this fact.")
+    return link
+
+
+@transaction.atomic
+def link_update(
+    *,
+    principal: Principal,
+    fact_id: uuid.UUID | str,
+    link_id: uuid.UUID | str,
+    changes: dict[str, Any],
+) -> Link:
+    """Change a link's confidence, provenance or validity (`invalid_at` ends it: traversal no
+    longer follows it from then). Fields left out are kept; `None` clears one."""
+    link = _own_link(principal, fact_id, link_id)
+    for name in LINK_MUTABLE:
+        if name in changes:
+            setattr(link, name, changes[name])
+    if link.valid_at and link.invalid_at and link.invalid_at <= link.valid_at:
+        raise InvalidFact(details={"invalid_at": ["Must be after valid_at."]})
+    link.save(update_fields=[n for n in LINK_MUTABLE if n in changes])
+    return link
+
+
+@transaction.atomic
+def link_delete(
+    *, principal: Principal, fact_id: uuid.UUID | str, link_id: uuid.UUID | str
+) -> Link:
+    """Remove a link (the facts stay). Answers the link as it was."""
+    link = _own_link(principal, fact_id, link_id)
+    removed = Link(**{f.attname: getattr(link, f.attname) for f in Link._meta.concrete_fields})
+    link.delete()
+    return removed
+
+
 def link_traverse(
     *,
     principal: Principal,
@@ -97,12 +155,24 @@ def link_traverse(
     hops: int = 1,
     direction: str = "out",
     type: str | None = None,
+    at: datetime | None = None,
+    order: str = "nearest",
+    limit: int | None = None,
+    fact_type: str | None = None,
+    tag: str | None = None,
+    scope: dict[str, Any] | None = None,
 ) -> list[Reached]:
     """Breadth-first from a readable fact along its links (`out`: to targets, `in`: from
     sources), up to `hops` levels, cycle-safe (a visited fact is never expanded twice), only
     through facts the caller may read: an unreadable fact is neither returned nor crossed.
-    One query per level, plus one for the reached revisions. Nearest first."""
+    Only links valid `at` (now unless told) are followed: not before their `valid_at`, not
+    from their `invalid_at` on. One query per level, plus one for the reached revisions.
+
+    The reached facts are then filtered like a query (the seed's post-filter: `fact_type`,
+    `tag`, exact scope keys) and ordered `nearest` first (by hops, then link age) or by
+    `recency` (the reached fact's current revision, newest first), at most `limit`."""
     readers = readers_for(principal)
+    at = at or timezone.now()
     try:
         seed = uuid.UUID(str(fact_id))
     except ValueError:
@@ -119,6 +189,8 @@ def link_traverse(
             break
         edges = Link.objects.filter(tenant_id=principal.tenant_id, **{f"{near}__in": frontier})
         edges = edges.filter(**{f"{far}__in": readable})
+        edges = edges.filter(Q(valid_at__isnull=True) | Q(valid_at__lte=at))
+        edges = edges.filter(Q(invalid_at__isnull=True) | Q(invalid_at__gt=at))
         if type:
             edges = edges.filter(type=type)
         frontier = set()
@@ -129,17 +201,24 @@ def link_traverse(
             visited.add(other)
             frontier.add(other)
             reached.append((other, level, link))
-    revisions = {
-        r.fact_id: r
-        for r in Revision.objects.of_tenant(principal.tenant_id)
+    wanted = (
+        Revision.objects.of_tenant(principal.tenant_id)
         .live()
         .readable_by(readers)
         .filter(fact_id__in=[fid for fid, _, _ in reached])
-        .select_related("fact")
-        .prefetch_related("subjects")
-    }
-    return [
+    )
+    if fact_type:
+        wanted = wanted.filter(fact__type=fact_type)
+    if tag:
+        wanted = wanted.filter(fact__tags__contains=[tag])
+    for name, value in (scope or {}).items():
+        wanted = wanted.filter(**{f"fact__{name}": value})
+    revisions = {r.fact_id: r for r in wanted.select_related("fact").prefetch_related("subjects")}
+    found = [
         Reached(revision=revisions[fid], hops=level, link=link)
         for fid, level, link in reached
         if fid in revisions
     ]
+    if order == "recency":
+        found.sort(key=lambda r: (r.revision.created_at, r.revision.pk), reverse=True)
+    return found[:limit] if limit else found

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from django.contrib.postgres.fields import ArrayField
 from django.db import models
 from django.db.models import Q
 from django.utils import timezone
 
+from kindmem.content_schema import validate_content_schema
 from kindmem.models import Tenant
 
 
@@ -35,6 +37,14 @@ class WritePolicyKind(models.TextChoices):
     CAP_CULL = "cap-cull", "bounded ring: past max_records per scope, the oldest are evicted"
 
 
+class DedupScope(models.TextChoices):
+    """Seed 003's `DedupScope`, and kindmem's default between them (`SLOT`)."""
+
+    SLOT = "slot", "slot (kindmem's default): the same content in the same slot is one fact"
+    CONTENT = "content", "content: the same content anywhere in the scope, under any key"
+    ENTITY = "entity", "entity: only a keyed slot's same content; keyless writes never collapse"
+
+
 class WritePolicy(models.Model):
     """How writes of one fact type behave in a tenant (the 003 seed's write policies). Types
     without a row are last-write-wins."""
@@ -46,6 +56,23 @@ class WritePolicy(models.Model):
         max_length=20, choices=WritePolicyKind.choices, default=WritePolicyKind.LAST_WRITE_WINS
     )
     max_records = models.PositiveIntegerField(null=True, blank=True)
+    # Empty: `slot` for last-write-wins, `entity` for a bounded ring (its turns never collapse).
+    dedup_scope = models.CharField(max_length=10, choices=DedupScope.choices, blank=True)
+    # Seed 003's `mutableFields`: the content fields a merge patch may change. Empty (the
+    # default, and a type without a row): every field; otherwise a patch touching another is
+    # refused, naming it.
+    mutable_fields = ArrayField(
+        models.CharField(max_length=100),
+        default=list,
+        blank=True,
+        help_text="Content fields `PATCH /v1/facts/{id}` may change; empty: every field.",
+    )
+    content_schema = models.JSONField(
+        null=True,
+        blank=True,
+        validators=[validate_content_schema],
+        help_text="A JSON Schema (Draft 2020-12) every write of this type's content must fit.",
+    )
 
     class Meta:
         verbose_name_plural = "write policies"

@@ -83,6 +83,24 @@ def _content_size(value: Any) -> Any:
     return value
 
 
+def _source(value: Any) -> Any:
+    """The seed's `Source` (external-source metadata of a Kind-B, cached-view fact): an object
+    naming its `kind`, with `freshness` and `refresh` objects when given. kindmem checks this
+    envelope and keeps the rest as written; a bare string or a kindless object is refused."""
+    if value is None:
+        return value
+    if not isinstance(value, dict):
+        raise serializers.ValidationError(
+            'A source is an object, e.g. {"kind": "crm", "freshness": {...}, "refresh": {...}}.'
+        )
+    if not isinstance(value.get("kind"), str) or not value["kind"].strip():
+        raise serializers.ValidationError("A source names its `kind` (a non-empty string).")
+    for name in ("freshness", "refresh"):
+        if name in value and not isinstance(value[name], dict):
+            raise serializers.ValidationError(f"A source's `{name}` is an object.")
+    return value
+
+
 class _RevisionInput(StrictSerializer):
     content = serializers.JSONField(validators=[_content_size])
     subjects = SubjectSerializer(many=True, required=False)
@@ -90,7 +108,9 @@ class _RevisionInput(StrictSerializer):
     valid_until = serializers.DateTimeField(required=False, allow_null=True)
     observed_at = serializers.DateTimeField(required=False, allow_null=True)
     retention = RetentionInputSerializer(required=False)
-    source = serializers.JSONField(required=False, allow_null=True, validators=[_storable_json])
+    source = serializers.JSONField(
+        required=False, allow_null=True, validators=[_storable_json, _source]
+    )
     caused_by_log_id = serializers.ListField(
         child=TextField(max_length=200), required=False, max_length=50
     )
@@ -127,6 +147,15 @@ class FactCreateInput(_RevisionInput):
 
 class FactSupersedeInput(_RevisionInput):
     expected_version = fields.IntegerField(required=False, min_value=1)
+
+
+class FactPatchInput(StrictSerializer):
+    # a query parameter: a string to parse (kindmem's fields.IntegerField takes JSON numbers)
+    expected_version = serializers.IntegerField(
+        required=False,
+        min_value=1,
+        help_text="Refuse (`conflict`) if the fact moved past this version.",
+    )
 
 
 class FactVerifyInput(StrictSerializer):
@@ -168,7 +197,39 @@ class LinkCreateInput(StrictSerializer):
 class LinkListInput(StrictSerializer):
     hops = serializers.IntegerField(required=False, min_value=1, max_value=MAX_HOPS, default=1)
     direction = serializers.ChoiceField(choices=["out", "in"], required=False, default="out")
-    type = TextField(required=False, max_length=100)
+    type = TextField(required=False, max_length=100, help_text="Follow links of this type only.")
+    at = serializers.DateTimeField(
+        required=False, help_text="Follow the links valid at this time (default: now)."
+    )
+    order = serializers.ChoiceField(
+        choices=["nearest", "recency"],
+        required=False,
+        default="nearest",
+        help_text="`nearest`: by hops, then link age; `recency`: newest reached fact first.",
+    )
+    limit = serializers.IntegerField(required=False, min_value=1, max_value=MAX_LIST_LIMIT)
+    fact_type = TextField(required=False, max_length=100, help_text="Reached facts of this type.")
+    tag = TextField(required=False, max_length=100, help_text="Reached facts with this tag.")
+    org_id = fields.UUIDField(required=False)
+    project_id = fields.UUIDField(required=False)
+    user_id = fields.UUIDField(required=False)
+    participant_id = TextField(required=False, max_length=200)
+    thread_id = TextField(required=False, max_length=200)
+    session_id = TextField(required=False, max_length=200)
+
+    def traverse_kwargs(self) -> dict[str, Any]:
+        data = dict(self.validated_data)
+        scope = {k: data.pop(k) for k in FactListInput.SCOPE_KEYS if k in data}
+        return {**data, "scope": scope}
+
+
+class LinkUpdateInput(StrictSerializer):
+    confidence = fields.FloatField(required=False, allow_null=True, min_value=0.0, max_value=1.0)
+    provenance = serializers.JSONField(required=False, allow_null=True, validators=[_storable_json])
+    valid_at = serializers.DateTimeField(required=False, allow_null=True)
+    invalid_at = serializers.DateTimeField(
+        required=False, allow_null=True, help_text="From then on the link is not traversed."
+    )
 
 
 # ---- output -------------------------------------------------------------------------------
@@ -369,6 +430,10 @@ class LinkOutput(serializers.Serializer):
     invalid_at = serializers.DateTimeField(allow_null=True)
     created_by = serializers.CharField()
     created_at = serializers.DateTimeField()
+
+
+class LinkChangeOutput(serializers.Serializer):
+    link = LinkOutput()
 
 
 class LinkCreateOutput(serializers.Serializer):

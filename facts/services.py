@@ -24,7 +24,9 @@ from django.db import transaction
 from django.utils import timezone
 
 from facts.agent_writes import agent_review, check_run_may_alter
+from facts.merge_patch import patched
 from facts.models import (
+    DedupScope,
     Fact,
     InvalidationReason,
     Review,
@@ -69,7 +71,15 @@ from facts.scopes import (
 )
 from kindmem import prepared
 from kindmem.access import Principal, PrincipalKind, Readers, readers_for, readers_queries
-from kindmem.errors import Conflict, Forbidden, InvalidFact, RetentionViolation, ValidationFailed
+from kindmem.content_schema import check_content
+from kindmem.errors import (
+    Conflict,
+    FactNotFound,
+    Forbidden,
+    InvalidFact,
+    RetentionViolation,
+    ValidationFailed,
+)
 from kindmem.holds import assert_not_held, holds_query
 from kindmem.threads import thread_check_fact
 from kindmem.transactions import service_atomic
@@ -194,15 +204,10 @@ def fact_create(
         same = {f"fact__{k}": v for k, v in resolved.items()}
         readers = readers_for(principal)
         policy = _first(prepared.fetch(*_fields(_write_policy_query(tenant_id, type))))
+        check_content([policy.content_schema if policy else None], content, type=type)
         cap = policy.max_records if policy and policy.policy == WritePolicyKind.CAP_CULL else None
-        # Last-write-wins types dedup scope-wide by content; a bounded ring dedups per entity
-        # only (the 003 seed): two equal turns of a conversation are two records.
-        asked = (tenant_id, type, key, hash_, same, readers, timezone.now())
-        # by the content's hash, its index the plan whatever the values: a generic plan
-        existing = (
-            None
-            if cap is not None
-            else _first(prepared.fetch("fact-same", _same, asked, generic=True))
+        existing = _duplicate(
+            dedup_scope_of(policy), (tenant_id, type, key, hash_, same, readers, timezone.now())
         )
         if existing is not None:
             if not _adds_to(
@@ -304,6 +309,12 @@ def _create_reads(
     return reads
 
 
+def type_content_schema(tenant_id: uuid.UUID, type: str) -> dict[str, Any] | None:
+    """The tenant's JSON Schema for this type's content (its write policy's), if it has one."""
+    policy = _write_policy((tenant_id, type)).first()
+    return policy.content_schema if policy else None
+
+
 def _write_policy_query(tenant_id: uuid.UUID, type: str) -> prepared.Query:
     return prepared.Query("write-policy", _write_policy, (tenant_id, type))
 
@@ -311,6 +322,43 @@ def _write_policy_query(tenant_id: uuid.UUID, type: str) -> prepared.Query:
 def _write_policy(asked: tuple[uuid.UUID, str]) -> Any:
     tenant_id, type = asked
     return WritePolicy.objects.filter(tenant_id=tenant_id, fact_type=type).order_by("pk")[:1]
+
+
+def dedup_scope_of(policy: WritePolicy | None) -> str:
+    """How a type's writes dedup (seed 003's `DedupScope`): as its policy says, else `slot`
+    for last-write-wins (kindmem's default, README "Dedup": a slot's key is part of what a fact
+    is, so equal values of two slots stay two facts) and `entity` for a bounded ring (the
+    seed's: two equal turns of a conversation are two records)."""
+    if policy is not None and policy.dedup_scope:
+        return policy.dedup_scope
+    if policy is not None and policy.policy == WritePolicyKind.CAP_CULL:
+        return DedupScope.ENTITY
+    return DedupScope.SLOT
+
+
+def _duplicate(dedup: str, asked: tuple[Any, ...]) -> Revision | None:
+    """The live, readable revision this write would repeat, by the content's hash (its index
+    the plan whatever the values: a generic plan), under the type's dedup scope."""
+    key = asked[2]
+    if dedup == DedupScope.ENTITY and key is None:
+        return None  # a keyless write is a new entity: never collapsed into another
+    if dedup == DedupScope.CONTENT:
+        return _first(prepared.fetch("fact-same-content", _same_content, asked, generic=True))
+    return _first(prepared.fetch("fact-same", _same, asked, generic=True))
+
+
+def _same_content(inputs: tuple[Any, ...]) -> Any:
+    """`.first()` of the reader's live revisions of that type and scope with that content,
+    under any slot key."""
+    tenant_id, type, _key, hash_, same, readers, now = inputs
+    return (
+        Revision.objects.of_tenant(tenant_id)
+        .live(now)
+        .filter(fact__type=type, content_hash=hash_, **same)
+        .readable_by(readers)
+        .select_related("fact")
+        .order_by("pk")[:1]
+    )
 
 
 # fact_create's two guarded reads, compiled once per reader shape (kindmem.prepared).
@@ -378,6 +426,7 @@ def fact_supersede(
     check_run_may_alter(principal, fact, current)
     check_expected(current, expected_version)
     _check_validity(valid_from, valid_until)
+    check_content([type_content_schema(principal.tenant_id, fact.type)], content, type=fact.type)
     given_subjects = list(subjects) if subjects is not None else None
     subjects = given_subjects if given_subjects is not None else subjects_of(current)
     assert_not_held(principal.tenant_id, persons_of_write(fact, subjects))
@@ -452,6 +501,58 @@ def fact_supersede(
     )
     superseded = WriteResult(revision, Outcome.SUPERSEDED, stored=stored.revision)
     return _queued(principal, superseded, reasons, findings)
+
+
+def fact_patch(
+    *,
+    principal: Principal,
+    fact_id: uuid.UUID | str,
+    patch: Any,
+    expected_version: int | None = None,
+) -> WriteResult:
+    """A JSON merge patch (RFC 7386) of the fact's content and validity, restricted to its
+    type's mutable fields (`WritePolicy.mutable_fields`), written as the next revision by
+    `fact_supersede`: the same review, retention, hold and run rules, and the same outcome.
+
+    The patch is applied to the revision read here, and written only if that revision is still
+    the current one (`expected_version` is always passed on): a concurrent write answers
+    `conflict` rather than being overwritten by a patch computed from what it replaced."""
+    current = _current_readable(principal, fact_id)
+    check_expected(current, expected_version)
+    policy = _write_policy((principal.tenant_id, current.fact.type)).first()
+    result = patched(
+        content=current.content,
+        valid_from=current.valid_from,
+        valid_until=current.valid_until,
+        patch=patch,
+        mutable_fields=policy.mutable_fields if policy else (),
+    )
+    return fact_supersede(
+        principal=principal,
+        fact_id=current.fact_id,
+        content=result.content,
+        expected_version=current.version,
+        valid_from=result.valid_from,
+        valid_until=result.valid_until,
+    )
+
+
+def _current_readable(principal: Principal, fact_id: uuid.UUID | str) -> Revision:
+    try:
+        ident = uuid.UUID(str(fact_id))
+    except ValueError:
+        raise FactNotFound() from None
+    current = (
+        Revision.objects.of_tenant(principal.tenant_id)
+        .live()
+        .readable_by(readers_for(principal))
+        .filter(fact_id=ident)
+        .select_related("fact")
+        .first()
+    )
+    if current is None:
+        raise FactNotFound()
+    return current
 
 
 def can_verify(principal: Principal) -> bool:

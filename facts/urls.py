@@ -13,4 +13,5 @@ urlpatterns: list[URLPattern] = [
     path("facts/<str:fact_id>/supersede", views.FactSupersedeView.as_view(), name="fact-supersede"),
     path("facts/<str:fact_id>/verify", views.FactVerifyView.as_view(), name="fact-verify"),
     path("facts/<str:fact_id>/links", views.FactLinksView.as_view(), name="fact-links"),
+    path("facts/<str:fact_id>/links/<str:link_id>", views.FactLinkView.as_view(), name="fact-link"),
 ]

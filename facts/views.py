@@ -25,19 +25,23 @@ from facts.serializers import (
     FactListInput,
     FactListOutput,
     FactOutput,
+    FactPatchInput,
     FactSupersedeInput,
     FactVerifyInput,
     FactWriteOutput,
+    LinkChangeOutput,
     LinkCreateInput,
     LinkCreateOutput,
     LinkListInput,
     LinkTraversalOutput,
+    LinkUpdateInput,
     RevisionListOutput,
 )
 from kindmem import prepared
 from kindmem.access import Principal, readers_for
 from kindmem.cursors import cursor_encode
 from kindmem.errors import FactNotFound, Forbidden
+from kindmem.parsers import BoundedJSONParser, MergePatchParser
 from kindmem.permissions import principal_of
 from kindmem.serializers import ErrorOutput
 
@@ -156,10 +160,12 @@ class FactListView(AuditedView):
 
 
 class FactDetailView(AuditedView):
-    """One fact's current revision; or delete it (retention permitting)."""
+    """One fact's current revision; patch it (a JSON merge patch, the next revision); or delete
+    it (retention permitting)."""
 
-    audit_phases = {"GET": "read", "DELETE": "delete"}
+    audit_phases = {"GET": "read", "PATCH": "write", "DELETE": "delete"}
     replica_methods = frozenset({"GET"})
+    parser_classes = [MergePatchParser]  # only PATCH has a body: RFC 7386's media type
 
     @extend_schema(responses={200: FactOutput, **ERRORS})
     def get(self, request: Request, fact_id: str) -> Response:
@@ -174,6 +180,40 @@ class FactDetailView(AuditedView):
             raise FactNotFound()
         audit_revisions(self, [revision])
         return Response(FactOutput(revision).data)
+
+    @extend_schema(
+        request={
+            "application/merge-patch+json": {
+                "type": "object",
+                "description": (
+                    "A JSON merge patch (RFC 7386) of the fact's `content`, `valid_from` and"
+                    " `valid_until`: `null` deletes a key, arrays replace, objects merge. A"
+                    " type's write policy may name the content fields a patch can change."
+                ),
+                "properties": {
+                    "content": {},
+                    "valid_from": {"type": "string", "format": "date-time", "nullable": True},
+                    "valid_until": {"type": "string", "format": "date-time", "nullable": True},
+                },
+                "additionalProperties": False,
+            }
+        },
+        parameters=[FactPatchInput],
+        responses={201: FactWriteOutput, 200: FactWriteOutput, 415: ErrorOutput, **ERRORS},
+    )
+    def patch(self, request: Request, fact_id: str) -> Response:
+        """Write the next revision from a merge patch of this one (review, retention, holds
+        and `expected_version` as for supersede)."""
+        self.audit.touch(ids=[fact_id])
+        query = FactPatchInput(data=request.query_params.dict())
+        query.is_valid(raise_exception=True)
+        result = services.fact_patch(
+            principal=principal_of(request),
+            fact_id=_fact_uuid(fact_id),
+            patch=request.data,
+            expected_version=query.validated_data.get("expected_version"),
+        )
+        return _write_response(self, result, status.HTTP_201_CREATED)
 
     @extend_schema(responses={200: FactWriteOutput, **ERRORS})
     def delete(self, request: Request, fact_id: str) -> Response:
@@ -266,7 +306,7 @@ class FactLinksView(AuditedView):
         params = LinkListInput(data=request.query_params.dict())
         params.is_valid(raise_exception=True)
         reached = links.link_traverse(
-            principal=principal_of(request), fact_id=_fact_uuid(fact_id), **params.validated_data
+            principal=principal_of(request), fact_id=_fact_uuid(fact_id), **params.traverse_kwargs()
         )
         audit_revisions(self, [r.revision for r in reached])
         self.audit.query_snapshot = {k: str(v) for k, v in params.validated_data.items()}
@@ -289,3 +329,34 @@ class FactLinksView(AuditedView):
         self.audit.touch(ids=[link.source_id, link.target_id])
         code = status.HTTP_201_CREATED if created else status.HTTP_200_OK
         return Response(LinkCreateOutput({"created": created, "link": link}).data, code)
+
+
+class FactLinkView(AuditedView):
+    """One link out of a fact: change its confidence, provenance or validity, or remove it."""
+
+    audit_phases = {"PATCH": "write", "DELETE": "delete"}
+    parser_classes = [BoundedJSONParser, MergePatchParser]
+
+    @extend_schema(request=LinkUpdateInput, responses={200: LinkChangeOutput, **ERRORS})
+    def patch(self, request: Request, fact_id: str, link_id: str) -> Response:
+        """Fields left out are kept; `null` clears one (JSON or a merge patch alike)."""
+        self.audit.touch(ids=[fact_id])
+        body = LinkUpdateInput(data=request.data)
+        body.is_valid(raise_exception=True)
+        link = links.link_update(
+            principal=principal_of(request),
+            fact_id=_fact_uuid(fact_id),
+            link_id=link_id,
+            changes=dict(body.validated_data),
+        )
+        self.audit.touch(ids=[link.target_id])
+        return Response(LinkChangeOutput({"link": link}).data)
+
+    @extend_schema(responses={200: LinkChangeOutput, **ERRORS})
+    def delete(self, request: Request, fact_id: str, link_id: str) -> Response:
+        self.audit.touch(ids=[fact_id])
+        link = links.link_delete(
+            principal=principal_of(request), fact_id=_fact_uuid(fact_id), link_id=link_id
+        )
+        self.audit.touch(ids=[link.target_id])
+        return Response(LinkChangeOutput({"link": link}).data)

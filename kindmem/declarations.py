@@ -14,6 +14,8 @@ from typing import Any
 
 from django.core.exceptions import ValidationError
 
+from kindmem.content_schema import schema_problems
+
 # Where a remembered fact lands, filled from the run (see facts/remember.py).
 SCOPES = ("participant", "user", "thread", "same-project", "tenant")
 # Reach beyond one person: such memories always wait for a reviewer.
@@ -30,6 +32,9 @@ class MemoryDeclaration:
     type: str
     scope: str
     keep_days: int
+    # A JSON Schema (Draft 2020-12) the remembered content (`{"text": ..., "key": ...}`) must
+    # fit (facts/content_schema.py), beside the tenant's schema for the type.
+    schema: dict[str, Any] | None = None
 
     @property
     def is_wide(self) -> bool:
@@ -48,7 +53,7 @@ def _problems(value: Any) -> list[str]:
         if not isinstance(item, dict):
             problems.append(f"{where}: must be an object.")
             continue
-        unknown = sorted(set(item) - {"type", "scope", "keep_days"})
+        unknown = sorted(set(item) - {"type", "scope", "keep_days", "schema"})
         if unknown:
             problems.append(f"{where}: unknown keys {', '.join(unknown)}.")
         type_ = item.get("type")
@@ -69,6 +74,8 @@ def _problems(value: Any) -> list[str]:
             or not 1 <= keep_days <= MAX_KEEP_DAYS
         ):
             problems.append(f"{where}: keep_days must be a whole number from 1 to {MAX_KEEP_DAYS}.")
+        if "schema" in item:
+            problems.extend(f"{where}: schema: {p}" for p in schema_problems(item["schema"]))
     return problems
 
 
@@ -98,7 +105,10 @@ def parse(value: Any) -> dict[str, MemoryDeclaration]:
         return {}
     return {
         item["type"]: MemoryDeclaration(
-            type=item["type"], scope=item["scope"], keep_days=item["keep_days"]
+            type=item["type"],
+            scope=item["scope"],
+            keep_days=item["keep_days"],
+            schema=item.get("schema"),
         )
         for item in value
     }

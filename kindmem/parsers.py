@@ -30,3 +30,10 @@ class BoundedJSONParser(JSONParser):
             field = path[0] if path and isinstance(path[0], str) else "non_field_errors"
             raise ValidationError({field: [f"{_dotted(path)} {PROBLEM}."]})
         return data
+
+
+class MergePatchParser(BoundedJSONParser):
+    """`application/merge-patch+json` (RFC 7386), the body of a PATCH: parsed and checked as
+    every JSON body is."""
+
+    media_type = "application/merge-patch+json"

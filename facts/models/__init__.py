@@ -34,6 +34,7 @@ from facts.models.revision import attach_subjects as attach_subjects
 from facts.models.revision import subject_rows as subject_rows
 from facts.models.revision import unshown as unshown
 from facts.models.subject import Subject as Subject
+from facts.policies import DedupScope as DedupScope
 
 # Per-type policies and sweep reports live beside (facts/policies.py); importing them here
 # registers them with the app, as Django looks for an app's models in its models module.

@@ -10,7 +10,7 @@ import httpx
 import pytest
 from asgiref.sync import async_to_sync
 from django.core.handlers.asgi import ASGIHandler
-from kindmem_client import AsyncClient, Conflict, FactNotFound
+from kindmem_client import AsyncClient, Conflict, FactNotFound, ValidationError
 
 from tests.clients.conftest import BASE, mint, wsgi_client
 
@@ -97,9 +97,16 @@ def test_facts_page_through_iterators_and_change_through_revisions(world):
         assert newer["fact"]["version"] == 2
         with pytest.raises(Conflict):
             app.supersede_fact(fact_id, content={"text": "stale"}, expected_version=1)
-        # then its history has both revisions
+        # when one of its fields is patched (a merge patch: None deletes a key)
+        patched = app.patch_fact(
+            fact_id, {"content": {"text": None, "body": "note 0, patched"}}, expected_version=2
+        )
+        assert patched["fact"]["content"] == {"body": "note 0, patched"}
+        with pytest.raises(ValidationError):
+            app.patch_fact(fact_id, {"type": "other"})
+        # then its history has every revision
         history = app.fact_revisions(fact_id)["revisions"]
-        assert [r["version"] for r in history] == [2, 1]
+        assert [r["version"] for r in history] == [3, 2, 1]
         # when it is verified, linked and followed
         verified = app.with_token(world.admin.token).verify_fact(fact_id)
         assert verified["fact"]["trust"] == "verified"
@@ -107,6 +114,16 @@ def test_facts_page_through_iterators_and_change_through_revisions(world):
         assert link["created"] is True
         reached = app.fact_links(fact_id, hops=2)["reached"]
         assert [r["fact"]["id"] for r in reached] == [written[1]["fact"]["id"]]
+        # and its link ended, then removed
+        ended = app.update_link(
+            fact_id, link["link"]["id"], changes={"invalid_at": "2020-01-01T00:00:00Z"}
+        )
+        assert ended["link"]["invalid_at"] == "2020-01-01T00:00:00Z"
+        assert app.fact_links(fact_id)["reached"] == []
+        assert app.fact_links(fact_id, at="2019-01-01T00:00:00Z", order="recency")["reached"]
+        app.delete_link(fact_id, link["link"]["id"])
+        with pytest.raises(FactNotFound):
+            app.delete_link(fact_id, link["link"]["id"])
         # and deleted
         assert app.delete_fact(written[2]["fact"]["id"])["outcome"] == "deleted"
         with pytest.raises(FactNotFound):

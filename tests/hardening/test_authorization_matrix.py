@@ -8,6 +8,7 @@ Run with KINDMEM_MATRIX_PRINT=1 to print the observed table (to review, never to
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -20,6 +21,7 @@ from django.urls import URLPattern, URLResolver, get_resolver
 from rest_framework.test import APIClient
 
 from approvals.remember import memory_remember
+from facts.links import link_create
 from facts.services import fact_create
 from privacy import exports as privacy_exports
 from privacy import services as privacy_services
@@ -62,6 +64,7 @@ class MatrixWorld:
     erasure_id: str
     access_request_id: str
     download_token: str
+    link_id: str
 
 
 def build_world() -> MatrixWorld:
@@ -84,6 +87,12 @@ def build_world() -> MatrixWorld:
     scope = {"project_id": project.id, "participant_id": "p-1"}
     fact = fact_create(principal=app.principal, type="note", content={"text": "a"}, scope=scope)
     other = fact_create(principal=app.principal, type="note", content={"text": "b"}, scope=scope)
+    link, _ = link_create(
+        principal=app.principal,
+        source_id=fact.revision.fact_id,
+        target_id=other.revision.fact_id,
+        type="about",  # the links route's own call links them "related"
+    )
     recall_services.conversation_append(
         principal=run.principal,
         conversation_id="c-1",
@@ -129,6 +138,7 @@ def build_world() -> MatrixWorld:
         erasure_id=str(erasure.id),
         access_request_id=str(access.id),
         download_token=privacy_services.access_export_token(request=access),
+        link_id=str(link.id),
     )
 
 
@@ -137,6 +147,19 @@ Call = Callable[[MatrixWorld], tuple[str, dict[str, Any] | None]]
 CALLS: dict[tuple[str, str], Call] = {
     ("healthz", "get"): lambda w: ("/healthz", None),
     ("v1/me", "get"): lambda w: ("/v1/me", None),
+    ("v1/capabilities", "get"): lambda w: ("/v1/capabilities", None),
+    ("v1/facts/<str:fact_id>", "patch"): lambda w: (
+        f"/v1/facts/{w.fact_id}",
+        {"content": {"text": "patched"}},
+    ),
+    ("v1/facts/<str:fact_id>/links/<str:link_id>", "patch"): lambda w: (
+        f"/v1/facts/{w.fact_id}/links/{w.link_id}",
+        {"confidence": 0.5},
+    ),
+    ("v1/facts/<str:fact_id>/links/<str:link_id>", "delete"): lambda w: (
+        f"/v1/facts/{w.fact_id}/links/{w.link_id}",
+        None,
+    ),
     ("v1/runs", "post"): lambda w: (
         "/v1/runs",
         {"agent_id": "support-bot", "project_id": w.project_id},
@@ -243,6 +266,9 @@ CALLS: dict[tuple[str, str], Call] = {
     ),
 }
 
+# Routes whose body is not plain JSON.
+MEDIA_TYPES = {("v1/facts/<str:fact_id>", "patch"): "application/merge-patch+json"}
+
 # Routes whose query parameter changes what they do, called as a row of their own.
 VARIANTS = [("v1/erasures?dry_run=true", "post")]
 
@@ -258,6 +284,12 @@ def expect(route: str, method: str, statuses: list[int]) -> None:
 # fmt: off
 expect("healthz", "get",                                   [200, 200, 200, 200, 200, 200, 200, 200])
 expect("v1/me", "get",                                     [200, 200, 200, 200, 200, 200, 401, 200])
+expect("v1/capabilities", "get",                           [200, 200, 200, 200, 200, 200, 401, 200])
+expect("v1/facts/<str:fact_id>", "patch",                  [201, 404, 201, 201, 404, 404, 401, 404])
+expect("v1/facts/<str:fact_id>/links/<str:link_id>", "patch",
+                                                           [200, 404, 200, 200, 404, 404, 401, 404])
+expect("v1/facts/<str:fact_id>/links/<str:link_id>", "delete",
+                                                           [200, 404, 200, 200, 404, 404, 401, 404])
 expect("v1/runs", "post",                                  [403, 201, 201, 403, 201, 201, 401, 403])
 expect("v1/schema", "get",                                 [200, 200, 200, 200, 200, 200, 200, 200])
 expect("v1/docs", "get",                                   [200, 200, 200, 200, 200, 200, 200, 200])
@@ -319,7 +351,9 @@ def test_every_principal_gets_the_declared_status_on_every_route():
                 url, body = CALLS[(route, method)](world)
                 client = APIClient()
                 kwargs: dict[str, Any] = {**world.credentials[principal]}
-                if body is not None:
+                if (route, method) in MEDIA_TYPES:
+                    kwargs.update(data=json.dumps(body), content_type=MEDIA_TYPES[route, method])
+                elif body is not None:
                     kwargs.update(data=body, format="json")
                 response = getattr(client, method)(url, **kwargs)
                 row.append(response.status_code)

@@ -28,6 +28,7 @@ TOOLS = {
     "list_memories",
     "memory_history",
     "update_memory",
+    "patch_memory",
     "delete_memory",
     "recall",
     "append_messages",
@@ -43,7 +44,7 @@ READ_ONLY = {
     "recall",
     "list_pending_approvals",
 }
-DESTRUCTIVE = {"update_memory", "delete_memory", "decide_approval"}
+DESTRUCTIVE = {"update_memory", "patch_memory", "delete_memory", "decide_approval"}
 
 
 @asynccontextmanager
@@ -313,3 +314,51 @@ def test_a_client_of_the_handshake_era_gets_stateless_json_answers(
             return outcome(await client.call_tool("list_memories", {}))
 
     assert legacy() == {"facts": [], "next_cursor": None}
+
+
+def test_an_agent_patches_a_memory_over_mcp_nulls_included(tenant: Tenant, server: str) -> None:
+    from facts import services as fact_services
+
+    # given a memory about the run's person, written by the tenant admin
+    written = fact_services.fact_create(
+        principal=tenant.admin.principal,
+        type="profile",
+        content={"city": "Porto", "title": "Dr"},
+        scope={"project_id": str(tenant.project.id), "participant_id": "p-a"},
+    )
+    fact_id = str(written.revision.fact_id)
+
+    @async_to_sync
+    async def scenario() -> dict[str, Any]:
+        async with mcp_client(server, tenant.admin.token) as admin:
+            patched = outcome(
+                await admin.call_tool(
+                    "patch_memory",
+                    {"memory_id": fact_id, "patch": {"content": {"city": "Lisbon", "title": None}}},
+                )
+            )
+            stale = outcome(
+                await admin.call_tool(
+                    "patch_memory",
+                    {
+                        "memory_id": fact_id,
+                        "patch": {"content": {"city": "X"}},
+                        "expected_version": 1,
+                    },
+                )
+            )
+        async with mcp_client(server, tenant.run_b.token) as other:
+            foreign = outcome(
+                await other.call_tool(
+                    "patch_memory", {"memory_id": fact_id, "patch": {"content": {"city": "Y"}}}
+                )
+            )
+        return {"patched": patched, "stale": stale, "foreign": foreign}
+
+    seen = scenario()
+    # then the null reached the merge patch (the key is gone), a stale version is a conflict,
+    # and another person's run cannot patch what it cannot read
+    assert seen["patched"]["fact"]["content"] == {"city": "Lisbon"}
+    assert seen["patched"]["fact"]["version"] == 2
+    assert seen["stale"]["error"]["code"] == "conflict"
+    assert seen["foreign"]["error"]["code"] == "fact-not-found"

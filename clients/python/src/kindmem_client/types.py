@@ -43,6 +43,7 @@ __all__ = [
     "HeldItem",
     "KindE16Enum",
     "Link",
+    "LinkChange",
     "LinkCreate",
     "LinkCreateInput",
     "LinkTraversal",
@@ -57,6 +58,7 @@ __all__ = [
     "MessageList",
     "MessagesClear",
     "Neighbour",
+    "PatchedLinkUpdateInput",
     "PhaseEnum",
     "Reached",
     "Readers",
@@ -442,6 +444,10 @@ class Link(TypedDict):
     created_at: str
 
 
+class LinkChange(TypedDict):
+    link: Link
+
+
 class LinkCreate(TypedDict):
     created: bool
     link: Link
@@ -540,6 +546,15 @@ class MessagesClear(TypedDict):
 class Neighbour(TypedDict):
     role: str
     text: str
+
+
+class PatchedLinkUpdateInput(TypedDict):
+    """Rejects fields it does not declare, naming them: a typo is an error, not a no-op."""
+
+    confidence: NotRequired[float | None]
+    provenance: NotRequired[Any]
+    valid_at: NotRequired[str | None]
+    invalid_at: NotRequired[str | None]
 
 
 PhaseEnum = Literal["read", "write", "delete", "retrieve"]

@@ -4,6 +4,7 @@ request, retried after a 429 as its `RetryPolicy` allows."""
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
+from json import dumps as json_dumps
 from typing import Any
 
 import anyio
@@ -55,17 +56,20 @@ class AsyncCore:
         *,
         params: Mapping[str, str] | None = None,
         json: Any = None,
+        media_type: str | None = None,
     ) -> httpx.Response:
-        """Send one request with this client's credential; retry a 429 as `retry` allows; raise
-        the typed exception for an error answer."""
+        """Send one request with this client's credential (its JSON body as `media_type` when
+        given, e.g. a merge patch); retry a 429 as `retry` allows; raise the typed exception for
+        an error answer."""
+        headers = auth_headers(self.token)
+        sent: dict[str, Any] = {"json": json}
+        if media_type is not None:
+            sent = {"content": json_dumps(json).encode()}
+            headers = {**headers, "Content-Type": media_type}
         attempt = 0
         while True:
             response = await self._http.request(
-                method,
-                path,
-                params=params,
-                json=json,
-                headers=auth_headers(self.token),
+                method, path, params=params, headers=headers, **sent
             )
             wait = self.retry.wait_for(response, attempt)
             if wait is None:
@@ -81,6 +85,7 @@ class AsyncCore:
         *,
         params: Mapping[str, str] | None = None,
         json: Any = None,
+        media_type: str | None = None,
     ) -> Any:
-        response = await self.request(method, path, params=params, json=json)
+        response = await self.request(method, path, params=params, json=json, media_type=media_type)
         return response.json()

@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any, Literal, cast
 
 from kindmem_client._async.core import AsyncCore
-from kindmem_client._base import Id, When, body, query_params, segment
+from kindmem_client._base import Id, When, body, jsonable, query_params, segment
 from kindmem_client.types import (
     Fact,
     FactList,
     FactSearch,
     FactWrite,
+    LinkChange,
     LinkCreate,
     LinkTraversal,
     RetentionInput,
@@ -198,6 +199,24 @@ class AsyncFacts(AsyncCore):
         path = f"/v1/facts/{segment(fact_id)}/supersede"
         return cast(FactWrite, await self._json("POST", path, json=payload))
 
+    async def patch_fact(
+        self, fact_id: Id, patch: Mapping[str, Any], *, expected_version: int | None = None
+    ) -> FactWrite:
+        """A JSON merge patch (RFC 7386) of a fact's `content`, `valid_from` and `valid_until`,
+        written as its next revision: `None` deletes a key, lists replace, dicts merge.
+        `ValidationError` names a field the fact's type does not let change; `Conflict` if
+        `expected_version` is no longer current."""
+        return cast(
+            FactWrite,
+            await self._json(
+                "PATCH",
+                f"/v1/facts/{segment(fact_id)}",
+                params=query_params(expected_version=expected_version),
+                json=dict(patch),
+                media_type="application/merge-patch+json",
+            ),
+        )
+
     async def verify_fact(self, fact_id: Id, *, expected_version: int | None = None) -> FactWrite:
         """A new revision with `trust: verified` (a tenant admin or Kindgi user key)."""
         path = f"/v1/facts/{segment(fact_id)}/verify"
@@ -234,8 +253,43 @@ class AsyncFacts(AsyncCore):
         direction: Literal["out", "in"] | None = None,
         hops: int | None = None,
         type: str | None = None,
+        at: When | None = None,
+        order: Literal["nearest", "recency"] | None = None,
+        limit: int | None = None,
+        fact_type: str | None = None,
+        tag: str | None = None,
+        scope: Mapping[str, Any] | None = None,
     ) -> LinkTraversal:
-        """The facts reached along links from a fact, breadth-first, up to `hops` away."""
-        params = query_params(direction=direction, hops=hops, type=type)
+        """The facts reached along links from a fact, breadth-first, up to `hops` away, along
+        the links valid `at` (now); filtered by the reached facts' type, tag and scope keys,
+        `nearest` first or by `recency`, at most `limit`."""
+        params = query_params(
+            direction=direction,
+            hops=hops,
+            type=type,
+            at=at,
+            order=order,
+            limit=limit,
+            fact_type=fact_type,
+            tag=tag,
+            **dict(scope or {}),
+        )
         path = f"/v1/facts/{segment(fact_id)}/links"
         return cast(LinkTraversal, await self._json("GET", path, params=params))
+
+    async def update_link(
+        self,
+        fact_id: Id,
+        link_id: Id,
+        *,
+        changes: Mapping[str, Any],
+    ) -> LinkChange:
+        """Change a link's `confidence`, `provenance`, `valid_at` or `invalid_at` (from then on
+        it is not traversed); `None` clears one, what `changes` leaves out is kept."""
+        path = f"/v1/facts/{segment(fact_id)}/links/{segment(link_id)}"
+        return cast(LinkChange, await self._json("PATCH", path, json=jsonable(dict(changes))))
+
+    async def delete_link(self, fact_id: Id, link_id: Id) -> LinkChange:
+        """Remove a link out of a fact (the facts stay); answers the link as it was."""
+        path = f"/v1/facts/{segment(fact_id)}/links/{segment(link_id)}"
+        return cast(LinkChange, await self._json("DELETE", path))

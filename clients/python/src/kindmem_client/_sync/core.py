@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping
+from json import dumps as json_dumps
 from typing import Any
 
 import httpx
@@ -59,18 +60,19 @@ class Core:
         *,
         params: Mapping[str, str] | None = None,
         json: Any = None,
+        media_type: str | None = None,
     ) -> httpx.Response:
-        """Send one request with this client's credential; retry a 429 as `retry` allows; raise
-        the typed exception for an error answer."""
+        """Send one request with this client's credential (its JSON body as `media_type` when
+        given, e.g. a merge patch); retry a 429 as `retry` allows; raise the typed exception for
+        an error answer."""
+        headers = auth_headers(self.token)
+        sent: dict[str, Any] = {"json": json}
+        if media_type is not None:
+            sent = {"content": json_dumps(json).encode()}
+            headers = {**headers, "Content-Type": media_type}
         attempt = 0
         while True:
-            response = self._http.request(
-                method,
-                path,
-                params=params,
-                json=json,
-                headers=auth_headers(self.token),
-            )
+            response = self._http.request(method, path, params=params, headers=headers, **sent)
             wait = self.retry.wait_for(response, attempt)
             if wait is None:
                 return checked(response)
@@ -85,6 +87,7 @@ class Core:
         *,
         params: Mapping[str, str] | None = None,
         json: Any = None,
+        media_type: str | None = None,
     ) -> Any:
-        response = self.request(method, path, params=params, json=json)
+        response = self.request(method, path, params=params, json=json, media_type=media_type)
         return response.json()
