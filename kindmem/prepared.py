@@ -47,22 +47,16 @@ from django.db import connection, transaction
 from django.db.models import Model, QuerySet
 from django.db.models.query import get_related_populators
 from pgvector import Vector
-from psycopg import _queries as _psycopg_queries
 from psycopg.adapt import Dumper
 from psycopg.pq import Format
 
 logger = logging.getLogger(__name__)
 
 # psycopg keeps its parse of a query's placeholders (client-side binding) only for queries of at
-# most 4 KB and 50 parameters. The compiled queries here are the same text every time but
-# larger (one hybrid search: ~9 KB and ~150 parameters), so its parse was redone on each call
-# (~0.5 ms); with these bounds it is kept for them too (psycopg keeps 128 queries, LRU).
-_psycopg_queries.MAX_CACHED_STATEMENT_LENGTH = max(
-    _psycopg_queries.MAX_CACHED_STATEMENT_LENGTH, 64 * 1024
-)
-_psycopg_queries.MAX_CACHED_STATEMENT_PARAMS = max(
-    _psycopg_queries.MAX_CACHED_STATEMENT_PARAMS, 1024
-)
+# most 4 KB and 50 parameters, so the larger compiled queries here (one hybrid search: ~9 KB,
+# ~150 parameters) are parsed again on each call, ~0.5 ms. Raising those bounds meant patching
+# psycopg's private `_queries` module; under ~1 ms a request, the public API is worth more
+# (issue 29). With prepared statements on, the server keeps the plan either way.
 
 # Shapes kept per process; a shape is a query and the structure of its inputs (a reader kind,
 # the filters given, a hit count), so a few hundred cover every request a process serves.
