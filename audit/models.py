@@ -7,7 +7,7 @@ touched rows are about, so "who read facts about this person" is one indexed que
 The seed's `kind` (what kind of memory) and `scope` are a fact's `type` and scope here; one call
 may touch facts of several, so an event keeps each distinct pair it touched as a target
 (`{"type": ..., "scope": {...}}`). The event's own `kind` is what kind of row it touched (fact,
-message, log), as it was before targets existed.
+message, log).
 """
 
 from __future__ import annotations

@@ -36,6 +36,10 @@ on a small machine the figures are of both.
 
     .venv/bin/python bench/load.py [--levels 1,8,32,128] [--seconds 20] [--warmup 3]
         [--embedder local|hashing] [--seed 1] [--data-dir var/bench/load] [--fresh]
+        [--topology one|pooled] [--pool-size 8]
+
+`--topology pooled` runs the same processes against PgBouncer (transaction pooling, tests/
+processes.py) in front of the embedded PostgreSQL, with a streaming standby for reads.
 """
 
 from __future__ import annotations
@@ -54,6 +58,7 @@ import threading
 import time
 import uuid
 from collections import Counter, defaultdict
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -428,10 +433,11 @@ class LoadClient:
 class ConnectionSampler(threading.Thread):
     """The most database connections of each application_name seen during a level."""
 
-    def __init__(self, params: dict[str, str]) -> None:
+    def __init__(self, params: dict[str, Any], *, label: str = "") -> None:
         super().__init__(daemon=True)
         import psycopg
 
+        self.label = label  # "replica:" for a standby's connections
         self.conn = psycopg.connect(**params, application_name=SAMPLER_NAME, autocommit=True)
         self.max_connections = int(self.conn.execute("SHOW max_connections").fetchone()[0])
         self.stopping = threading.Event()
@@ -447,7 +453,9 @@ class ConnectionSampler(threading.Thread):
                 "SELECT application_name, count(*) FROM pg_stat_activity "
                 "WHERE datname = 'kindmem' GROUP BY 1"
             ).fetchall()
-            counts = {name or "(none)": n for name, n in rows if name != SAMPLER_NAME}
+            counts = {
+                self.label + (name or "(none)"): n for name, n in rows if name != SAMPLER_NAME
+            }
             for name, n in counts.items():
                 self.peaks[name] = max(self.peaks[name], n)
             self.peak_total = max(self.peak_total, sum(counts.values()))
@@ -472,12 +480,13 @@ def counts(calls: list[Call]) -> dict[str, int]:
 
 
 def run_level(
-    clients: int, args: argparse.Namespace, base: str, creds: dict[str, Any], sampler: Any
+    clients: int, args: argparse.Namespace, base: str, creds: dict[str, Any], samplers: list[Any]
 ) -> dict[str, Any]:
     start = time.monotonic()
     cpu_start = time.process_time()
     rec = Recorder(start=start + args.warmup, end=start + args.warmup + args.seconds)
-    sampler.reset()
+    for each in samplers:
+        each.reset()
     workers = [LoadClient(n, clients, base, creds, args.seed, rec) for n in range(clients)]
     threads = [threading.Thread(target=w.run, args=(rec.end,), daemon=True) for w in workers]
     for t in threads:
@@ -486,8 +495,12 @@ def run_level(
         t.join(timeout=max(0.0, rec.end - time.monotonic()) + 180)
     calls = list(rec.calls)
     client_cpu = (time.process_time() - cpu_start) / max(time.monotonic() - start, 1e-9)
-    peaks = {name: sampler.peaks.get(name, 0) for name in PROCESS_KINDS}
-    others = {n: v for n, v in sampler.peaks.items() if n not in PROCESS_KINDS}
+    seen: Counter[str] = Counter()
+    for each in samplers:
+        seen.update(each.peaks)
+    peaks = {name: seen.get(name, 0) for name in PROCESS_KINDS}
+    # under PgBouncer the server connections carry no application name: "(none)"
+    others = {n: v for n, v in seen.items() if n not in PROCESS_KINDS}
     by_op: dict[str, Any] = {}
     for op in sorted({c.op for c in calls}):
         mine = [c for c in calls if c.op == op]
@@ -512,7 +525,7 @@ def run_level(
         "server_errors_500": sum(c.status in (500, "tool:persistence-error") for c in calls),
         "peak_connections": peaks,
         "peak_connections_other": others,
-        "peak_connections_total": sampler.peak_total,
+        "peak_connections_total": sum(each.peak_total for each in samplers),
         "by_op": by_op,
         "error_samples": {str(k): v for k, v in rec.samples.items()},
         # the cores the clients themselves used (this process), warm-up included: on a small
@@ -556,6 +569,14 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--data-dir", default=str(ROOT / "var" / "bench" / "load"))
     parser.add_argument("--fresh", action="store_true", help="start from an empty data folder")
+    parser.add_argument(
+        "--topology",
+        choices=["one", "pooled"],
+        default="one",
+        help="one: `kindmem run` as README starts it; pooled: its processes reach the embedded "
+        "PostgreSQL through PgBouncer (transaction pooling) and read from a streaming replica",
+    )
+    parser.add_argument("--pool-size", type=int, default=8, help="PgBouncer's server pool (pooled)")
     args = parser.parse_args()
     levels = [int(x) for x in args.levels.split(",") if x.strip()]
     data_dir = Path(args.data_dir).resolve()
@@ -578,6 +599,12 @@ def main() -> None:
     )
     # the local model's ONNX file outlives --fresh (made once, tens of seconds)
     env.setdefault("KINDMEM_MODEL_CACHE_DIR", str(data_dir.parent / "models"))
+    topology = ExitStack()
+    database = None
+    replica = None
+    if args.topology == "pooled":
+        database, replica, pooled_env = pooled(topology, data_dir, args.pool_size)
+        env.update(pooled_env)
     log_path, access_path = data_dir / "run.log", data_dir / "access.log"
     log, access = log_path.open("wb"), access_path.open("wb")
     started = time.monotonic()
@@ -589,7 +616,7 @@ def main() -> None:
         cwd=ROOT,
     )
     assert run.stdout is not None
-    sampler = None
+    samplers: list[ConnectionSampler] = []
     summary: dict[str, Any] = {}
     try:
         creds = read_credentials(run.stdout, time.monotonic() + 900)
@@ -607,10 +634,17 @@ def main() -> None:
 
         from config.embedded_db import ensure_embedded_database
 
-        sampler = ConnectionSampler(ensure_embedded_database(data_dir))
-        sampler.start()
+        samplers.append(ConnectionSampler(database or ensure_embedded_database(data_dir)))
+        if replica is not None:
+            replica_params = {**replica.primary, "host": replica.socket_dir, "port": replica.port}
+            samplers.append(ConnectionSampler(replica_params, label="replica:"))
+        for each in samplers:
+            each.start()
+        sampler = samplers[0]
         summary = {
             "started_at": datetime.now(UTC).isoformat(timespec="seconds"),
+            "topology": args.topology,
+            "pool_size": args.pool_size if args.topology == "pooled" else None,
             "embedder": args.embedder,
             "seconds": args.seconds,
             "warmup": args.warmup,
@@ -621,7 +655,7 @@ def main() -> None:
             "levels": [],
         }
         for clients in levels:
-            result = run_level(clients, args, base, creds, sampler)
+            result = run_level(clients, args, base, creds, samplers)
             summary["levels"].append(result)
             print(level_line(result), flush=True)
             if line := not_ok_line(result):
@@ -629,8 +663,8 @@ def main() -> None:
             time.sleep(1)  # what is in flight settles before the next level
         summary["load_average_after"] = [round(x, 2) for x in os.getloadavg()]
     finally:
-        if sampler is not None:
-            sampler.stop()
+        for each in samplers:
+            each.stop()
         stop_start = time.monotonic()
         run.send_signal(signal.SIGINT)
         try:
@@ -639,6 +673,7 @@ def main() -> None:
             run.kill()
             returncode = run.wait()
         log.close()
+        topology.close()  # PgBouncer and the standby
         summary["run_exit_code"] = returncode
         summary["stop_seconds"] = round(time.monotonic() - stop_start, 1)
     text = log_path.read_text(errors="replace")
@@ -648,6 +683,37 @@ def main() -> None:
     out = ROOT / "bench" / "results" / f"load-{stamp}.json"
     out.write_text(json.dumps(summary, indent=2) + "\n")
     print(f"written to {out.relative_to(ROOT)}", flush=True)
+
+
+def pooled(
+    stack: ExitStack, data_dir: Path, pool_size: int
+) -> tuple[dict[str, Any], Any, dict[str, str]]:
+    """The embedded PostgreSQL started here, a streaming standby of it and PgBouncer in front
+    of it (the fixtures the suite's own tests use: tests/processes.py), and the environment
+    under which `kindmem run`'s processes reach the database through PgBouncer, read from the
+    standby and migrate directly."""
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
+    os.environ.setdefault("KINDMEM_TEST_REDIS_URL", "redis://127.0.0.1:6379/15")
+    import django
+
+    django.setup()
+    from django.conf import settings
+
+    from config.embedded_db import ensure_embedded_database
+    from tests.processes import pgbouncer, standby
+
+    database = ensure_embedded_database(data_dir)
+    bouncer = stack.enter_context(pgbouncer(pool_size=pool_size, params=database))
+    replica = stack.enter_context(standby(database))
+    env = {
+        **bouncer.env,
+        "KINDMEM_DATABASE_LOGIN": "migration",  # `run` migrates; its children log in as app
+        "KINDMEM_REPLICA_URL": replica.url(settings.KINDMEM_APP_ROLE),
+        "SECRET_KEY": "bench-load-pooled",
+        # plain HTTP on loopback, as the one-machine default serves the console
+        "SESSION_COOKIE_SECURE": "false",
+    }
+    return database, replica, env
 
 
 def wait_until_up(base: str, creds: dict[str, Any]) -> None:

@@ -183,7 +183,7 @@ def fact_create(
     # releases the GIL): a duplicate's vector is thrown away, every new fact waits less.
     embedding = embedding_for_write(content)
     # Every read this write makes before it writes that depends only on the request, in one
-    # round trip (`_create_reads`); the code below takes each where it reads it, in turn
+    # round trip (`_create_reads`); the code below takes each result where it needs it
     with prepared.fetched_ahead(*_create_reads(principal, type, scope or {}, subjects)):
         resolved = resolve_scope(tenant_id, scope or {})
         _check_validity(valid_from, valid_until)
@@ -288,7 +288,7 @@ def _create_reads(
     containers, the writer's readers, the type's write and retention policies, the erasure holds
     of the persons the write is about. A request `fact_create` refuses before one of these reads
     has read a little more; one whose persons cannot be told yet (a bad subject) reads its holds
-    in turn, as before."""
+    when `fact_create` asks, after refusing the subject."""
     tenant_id = principal.tenant_id
     reads = [
         *scope_queries(tenant_id, scope),
@@ -302,7 +302,7 @@ def _create_reads(
         try:
             given = subjects if subjects is not None else default_subjects(values)
             persons = persons_of_write(fact, given)
-        except ValidationFailed:  # refused in turn by `fact_create`, as before
+        except ValidationFailed:  # `fact_create` refuses the subject itself, with its message
             persons = []
         if (holds := holds_query(tenant_id, persons)) is not None:
             reads.append(holds)

@@ -16,7 +16,7 @@ _drf = JSONEncoder()
 class ApiJSONRenderer(ORJSONRenderer):
     """orjson, with DRF's encoding wherever orjson's own would differ: a datetime, date or time
     as DRF writes it (`Z` for UTC), and anything orjson does not know by DRF's encoder (which
-    refuses what it does not know, as before). A body orjson will not write (a dict key that is
+    refuses what it does not know). A body orjson will not write (a dict key that is
     not a string: orjson's option for them costs every render; nested deeper than its 254
     levels, as a fact's content may be) is rendered by DRF's own renderer instead."""
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterable
 from datetime import timedelta
 
@@ -13,7 +14,7 @@ from kindmem.access import Principal, PrincipalKind
 from kindmem.credentials import API_KEY_MARKER, RUN_TOKEN_MARKER, new_token
 from kindmem.errors import Forbidden, NotFound, ValidationFailed
 from kindmem.holds import assert_not_held
-from kindmem.models import Agent, ApiKey, KeyKind, Project, Run, Tenant, User
+from kindmem.models import Agent, ApiKey, ErasureHold, KeyKind, Project, Run, Tenant, User
 from kindmem.subjects import persons_of
 from kindmem.threads import thread_claim
 
@@ -147,3 +148,25 @@ def run_mint(
         expires_at=now + timedelta(seconds=settings.RUN_TOKEN_TTL_SECONDS),
     )
     return run, token
+
+
+def hold_place(
+    *, tenant_id: uuid.UUID, subject_kind: str, subject_id: str, erasure_id: uuid.UUID
+) -> ErasureHold:
+    """From now on nothing new lands for the person (or conversation) and their data reads as
+    nothing, until `holds_release` for the erasure (kindmem.holds checks it everywhere)."""
+    return ErasureHold.objects.create(
+        tenant_id=tenant_id, subject_kind=subject_kind, subject_id=subject_id, erasure_id=erasure_id
+    )
+
+
+def holds_release(*, erasure_id: uuid.UUID) -> None:
+    """The holds an erasure placed, lifted (it completed, or was cancelled)."""
+    ErasureHold.objects.filter(erasure_id=erasure_id).delete()
+
+
+def runs_forget_person(*, run_ids: Iterable[uuid.UUID], subject_kind: str) -> None:
+    """Take an erased person's id off their runs (the run log's erasure step, once the runs'
+    payloads are cleared), so the runs no longer name them."""
+    column = {"participant": "participant_id", "user": "user", "conversation": "thread_id"}
+    Run.objects.filter(pk__in=list(run_ids)).update(**{column[subject_kind]: None})

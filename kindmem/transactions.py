@@ -12,7 +12,7 @@ of the view's own between the two, runs in that transaction without a savepoint 
 (`service_atomic`): a refused write still leaves nothing, since the request's transaction is
 marked for rollback (Django's `needs_rollback`) and nothing of it commits. Any other caller, and
 a view that opened a block of its own around the call (to catch the refusal and go on), gets
-the savepoint as before.
+a savepoint of the service's own.
 """
 
 from __future__ import annotations

@@ -25,10 +25,10 @@ from approvals import erasure as approvals_erasure
 from audit.models import AuditEvent
 from audit.services import audit_subject_scrub
 from facts import erasure as facts_erasure
+from kindmem import services as kindmem_services
 from kindmem import threads
 from kindmem.erasure import HELD_SHOWN, BatchResult, ErasureStep, ErasureTarget, StepPreview
 from kindmem.errors import ValidationFailed
-from kindmem.models import ErasureHold
 from kindmem.subjects import Subject
 from privacy import exports
 from privacy.models import UNFINISHED, ErasureRequest, RequestStatus
@@ -159,7 +159,7 @@ def _refuse_invalid_target(erasure_id: uuid.UUID) -> bool:
             ErasureRequest.objects.filter(pk=erasure_id).update(
                 status=RequestStatus.FAILED, error=exc.message, finished_at=timezone.now()
             )
-            ErasureHold.objects.filter(erasure_id=erasure_id).delete()
+            kindmem_services.holds_release(erasure_id=erasure_id)
         return True
     return False
 
@@ -256,5 +256,5 @@ def _erasure_finish(erasure_id: uuid.UUID) -> ErasureRequest:
     request.finished_at = now
     request.target_id = ""  # the receipt outlives the data and names no one
     request.save()
-    ErasureHold.objects.filter(erasure_id=request.id).delete()
+    kindmem_services.holds_release(erasure_id=request.id)
     return request

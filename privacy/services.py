@@ -12,9 +12,10 @@ from django.db import transaction
 
 from audit.models import Outcome, Phase
 from audit.services import Actor, AuditNote, audit_record
+from kindmem import services as kindmem_services
 from kindmem.background import enqueue_on_commit
 from kindmem.errors import LinkExpired, NotFound, ValidationFailed
-from kindmem.models import ErasureHold, SubjectKind
+from kindmem.models import SubjectKind
 from kindmem.subjects import Subject
 from privacy.models import AccessRequest, ErasureRequest, RequestStatus
 from privacy.receipts import subject_reference
@@ -51,7 +52,7 @@ def erasure_start(
         requested_by=requested_by,
         status=RequestStatus.PENDING,
     )
-    ErasureHold.objects.create(
+    kindmem_services.hold_place(
         tenant_id=tenant_id, subject_kind=target_kind, subject_id=target_id, erasure_id=request.id
     )
     # a broker that cannot be reached does not fail the request: resume_erasures queues it

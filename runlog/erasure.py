@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from django.db.models import QuerySet
 
+from kindmem import services as kindmem_services
 from kindmem.erasure import BatchResult, ErasureTarget, StepPreview
 from kindmem.models import Run
 from runlog.services import log_payloads_erase
@@ -21,8 +22,7 @@ def erase_batch(target: ErasureTarget, limit: int) -> BatchResult:
     log_payloads_erase(tenant_id=target.tenant_id, run_ids=run_ids)
     # Once its payloads are cleared the run no longer names the person, so the next batch
     # (or a resumed one) moves on to the runs that still do.
-    column = {"participant": "participant_id", "user": "user", "conversation": "thread_id"}
-    Run.objects.filter(pk__in=run_ids).update(**{column[target.kind]: None})
+    kindmem_services.runs_forget_person(run_ids=run_ids, subject_kind=target.kind)
     return BatchResult(erased=[f"run:{run_id}" for run_id in run_ids], done=len(run_ids) < limit)
 
 

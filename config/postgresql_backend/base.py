@@ -10,7 +10,7 @@ or the end of the stream), and nothing else sends to an idle connection that LIS
 Only then, or when the connection was idle longer than `QUIET_CHECK_SECONDS` (a middlebox
 that drops idle connections silently would show nothing on the socket), does Django's
 `SELECT 1` run. Either way a dropped connection is found and replaced before the request uses
-it, as before.
+it.
 """
 
 from __future__ import annotations
