@@ -5,6 +5,7 @@ one in one process, on bench/peers.py's database (load it first with bench/peers
     .venv/bin/python bench/request_ab.py read-back   # a write's response read in its round trip
     .venv/bin/python bench/request_ab.py dedup       # the write's dedup lookup by scope size
     .venv/bin/python bench/request_ab.py prepared    # searches without prepared statements
+    .venv/bin/python bench/request_ab.py psycopg-parse  # psycopg's parse cache bounds raised
 
 - `vector`: `fact_search_embedded` (semantic, top-10, a user's run, the vector given), its
   prepared statement sent with the vector in pgvector's binary form (kindmem.prepared) or as
@@ -20,6 +21,11 @@ one in one process, on bench/peers.py's database (load it first with bench/peers
   vector given) with the connection's prepared statements on and off (what PgBouncer 1.18 and
   KINDMEM_TRANSACTION_POOLING leave: one message of several plain statements), alternating per
   search; p50 ms of each and the ratio.
+- `psycopg-parse`: semantic and hybrid searches (as the connection runs them) with psycopg's
+  cache of parsed queries at its own bounds (4 KB, 50 parameters: the compiled searches are
+  larger, so each call parses again) and raised to 64 KB and 1,024 parameters, what
+  kindmem.prepared did by patching psycopg's private `_queries` until issue 29 (this bench
+  still sets them, to measure what was given up); p50 ms of each.
 """
 
 from __future__ import annotations
@@ -125,6 +131,53 @@ def prepared_off(rounds: int) -> None:
     for mode in ("semantic", "hybrid", "keyword"):
         on, off = p50_ms(samples[f"{mode} prepared"]), p50_ms(samples[f"{mode} plain"])
         print(f"{mode}: prepared {on} ms, plain {off} ms p50 (plain/prepared {off / on:.2f})")
+
+
+def psycopg_parse(rounds: int) -> None:
+    """The searches with psycopg's parse cache at its own bounds and raised, alternating."""
+    from psycopg import _queries  # measured here, patched nowhere in kindmem
+
+    from embeddings.providers import embed_query
+    from facts.search import FactSearch, fact_search_embedded
+    from kindmem.access import readers_for
+    from kindmem.row_security import tenant_context
+
+    bounds = {
+        "psycopg's own": (
+            _queries.MAX_CACHED_STATEMENT_LENGTH,
+            _queries.MAX_CACHED_STATEMENT_PARAMS,
+        ),
+        "raised": (64 * 1024, 1024),
+    }
+    runs = _runs(20)
+    queries = ["what does the user like to eat", "which city does she live in", "tea or coffee"]
+    vectors = [embed_query(q) for q in queries]
+    samples: dict[str, list[float]] = {}
+    for i in range(rounds + 60):
+        side = ("psycopg's own", "raised")[i % 2]
+        _queries.MAX_CACHED_STATEMENT_LENGTH, _queries.MAX_CACHED_STATEMENT_PARAMS = bounds[side]
+        mode = ("semantic", "hybrid")[(i // 2) % 2]
+        principal = runs[i % len(runs)].principal
+        query, (vec, model) = queries[i % 3], vectors[i % 3]
+        search = FactSearch(
+            tenant_id=principal.tenant_id,
+            readers=readers_for(principal),
+            mode=mode,
+            query=query,
+            top_k=10,
+        )
+        with tenant_context(principal.tenant_id):
+            started = time.perf_counter()
+            fact_search_embedded(search=search, vector=vec, model=model)
+            if i >= 60:
+                samples.setdefault(f"{mode} {side}", []).append(time.perf_counter() - started)
+    (
+        _queries.MAX_CACHED_STATEMENT_LENGTH,
+        _queries.MAX_CACHED_STATEMENT_PARAMS,
+    ) = bounds["psycopg's own"]
+    for mode in ("semantic", "hybrid"):
+        own, raised = p50_ms(samples[f"{mode} psycopg's own"]), p50_ms(samples[f"{mode} raised"])
+        print(f"{mode}: psycopg's bounds {own} ms, raised {raised} ms p50 (+{own - raised:.2f} ms)")
 
 
 def read_back(rounds: int) -> None:
@@ -235,7 +288,9 @@ def _runs(users: int) -> list[Any]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("what", choices=["vector", "read-back", "dedup", "prepared"])
+    parser.add_argument(
+        "what", choices=["vector", "read-back", "dedup", "prepared", "psycopg-parse"]
+    )
     parser.add_argument("--rounds", type=int, default=1000, help="requests, both sides together")
     parser.add_argument("--sizes", default="100,1000,9000", help="dedup: facts in the scope")
     args = parser.parse_args()
@@ -251,6 +306,8 @@ def main() -> None:
         vector(args.rounds)
     elif args.what == "prepared":
         prepared_off(args.rounds)
+    elif args.what == "psycopg-parse":
+        psycopg_parse(args.rounds)
     elif args.what == "read-back":
         read_back(args.rounds)
     else:
