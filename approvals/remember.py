@@ -12,6 +12,7 @@ a person approves it.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -108,6 +109,8 @@ def memory_remember(
     key: str | None = None,
     valid_until: datetime | None = None,
     step_id: str | None = None,
+    source: Any = None,
+    review_reasons: Sequence[str] = (),
 ) -> Remembered:
     """Write what an agent remembers and, when it must wait for a person, open its approval,
     in one transaction. `replayed` (with the approval the first call opened) when this run's
@@ -115,7 +118,10 @@ def memory_remember(
     key, scope) before, or `created`. When the memory supersedes a slot value still waiting
     for review, that older approval closes as `superseded` (the new value is reviewed on its
     own). Refused, writing nothing: an undeclared type, an empty or too long text, a
-    `valid_until` in the past, a held person, a run over its memory limit."""
+    `valid_until` in the past, a held person, a run over its memory limit.
+
+    A caller that writes for the agent (extraction) may add `review_reasons` the memory waits
+    for besides the detectors' (they never take one away) and a `source` (where it came from)."""
     if principal.kind != PrincipalKind.RUN or principal.run is None:
         raise Forbidden("Only an agent run remembers (a run token).")
     run = principal.run
@@ -133,6 +139,7 @@ def memory_remember(
         raise InvalidFact(details={"valid_until": ["Must be in the future."]})
     findings = detect(text, tool_names=[t for t in agent.tools if isinstance(t, str)])
     reasons = reasons_of(findings, wide_scope=declaration.is_wide)
+    reasons += [r for r in review_reasons if r not in reasons]
     content: dict[str, Any] = {"text": text}
     if key is not None:
         content["key"] = key
@@ -151,6 +158,7 @@ def memory_remember(
         tool_call_id=tool_call_id,
         valid_until=valid_until,
         step_id=step_id,
+        source=source,
     )
     if result.outcome == SlotOutcome.REPLAYED:
         return Remembered(result, Approval.objects.filter(revision=result.revision).first())

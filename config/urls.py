@@ -34,6 +34,7 @@ APP_ROUTES = [
     "recall.urls",
     "runlog.urls",
     "approvals.urls",
+    "extraction.urls",
     "privacy.urls",
     "audit.urls",
 ]

@@ -27,7 +27,12 @@ HIDDEN_CHARACTERS = "hidden-characters"
 # A new value for a slot whose current value a person verified: a run never alters a verified
 # fact on its own, so the new value waits for a reviewer (the verified one stays meanwhile).
 VERIFIED_SLOT = "verified-slot"
-REASONS = (WIDE_SCOPE, INSTRUCTION_LIKE, HIDDEN_CHARACTERS, VERIFIED_SLOT)
+# A proposed next value of an existing memory, from a conversation's extraction: it would
+# replace what every reader reads, so a person decides (extraction never supersedes silently).
+CONTRADICTION = "contradiction"
+# An extracted memory the tenant sends to review whatever its type's rules say (its setting).
+EXTRACTED = "extracted"
+REASONS = (WIDE_SCOPE, INSTRUCTION_LIKE, HIDDEN_CHARACTERS, VERIFIED_SLOT, CONTRADICTION, EXTRACTED)
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ import dataclasses
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import Any
 
@@ -535,6 +535,72 @@ def fact_patch(
         valid_from=result.valid_from,
         valid_until=result.valid_until,
     )
+
+
+@service_atomic
+def fact_propose(
+    *,
+    principal: Principal,
+    fact_id: uuid.UUID | str,
+    content: Any,
+    reasons: Sequence[str],
+    window_days: int | None = None,
+    source: Any = None,
+    step_id: str | None = None,
+    tool_call_id: str | None = None,
+) -> WriteResult:
+    """An agent run's proposed next value of a fact, for a person to decide: written `review:
+    pending` beside the current revision, which stays current and readable, with its approval
+    opened for `reasons` and whatever the review detectors find (`agent_review`). Approving it
+    supersedes the current value (`revision_approve`); rejecting it leaves the fact as it was.
+
+    Unlike `fact_supersede`, it may name a verified fact or another agent's: nothing changes
+    until a reviewer approves (a run still never alters one on its own). The fact must be one
+    the run may read (`fact-not-found` otherwise); refused, writing nothing, for a held person
+    or a content that does not fit the type's schema. The same content as the current one is
+    `unchanged`. An unverified window (`window_days`, the agent's declaration) bounds its
+    expiry as `remember`'s does."""
+    if principal.kind != PrincipalKind.RUN or principal.run is None:
+        raise Forbidden("Only an agent run proposes a fact's next value.")
+    embedded = embed_for_write(content)
+    fact, current = lock_current(principal, fact_id)
+    check_content([type_content_schema(principal.tenant_id, fact.type)], content, type=fact.type)
+    subjects = subjects_of(current)
+    assert_not_held(principal.tenant_id, persons_of_write(fact, subjects))
+    if content_hash(content, None, None) == current.content_hash:
+        return WriteResult(current, Outcome.UNCHANGED)
+    detected, findings = agent_review(principal, fact, content)
+    why = [*reasons, *(r for r in detected if r not in reasons)]
+    if not why:
+        raise ValueError("a proposal waits for a reviewer: name at least one reason")
+    who = attribution_of(principal)
+    now = timezone.now()
+    retention = Retention.of_revision(current)
+    expires_at = retention.expires_at(fact.created_at)
+    if window_days is not None and not retention.legal_hold:
+        window = now + timedelta(days=window_days)
+        expires_at = min(window, expires_at) if expires_at else window
+    revision = write_revision(
+        fact=fact,
+        version=next_version(fact),
+        draft=Draft(
+            content=content,
+            observed_at=now,
+            source=source,
+            step_id=step_id,
+            tool_call_id=tool_call_id,
+        ),
+        who=who,
+        subjects=subjects,
+        retention=retention,
+        expires_at=expires_at,
+        supersedes=None,  # linked by `revision_approve`, if a reviewer approves it
+        trust=Trust.UNVERIFIED,
+        review=Review.PENDING,
+        embedded=embedded,
+        now=now,
+    )
+    return _queued(principal, WriteResult(revision, Outcome.SUPERSEDED), why, findings)
 
 
 def _current_readable(principal: Principal, fact_id: uuid.UUID | str) -> Revision:

@@ -120,6 +120,7 @@ def slot_write(
     tool_call_id: str,
     valid_until: datetime | None = None,
     step_id: str | None = None,
+    source: Any = None,
 ) -> SlotWrite:
     """Write an agent run's memory into its slot (see the module docstring), `review: pending`
     when `must_wait` or when the slot's approved value is verified. Refused, writing nothing,
@@ -191,6 +192,7 @@ def slot_write(
                     observed_at=now,
                     step_id=step_id,
                     tool_call_id=tool_call_id,
+                    source=source,
                 ),
                 embedded=embedded,
                 who=who,

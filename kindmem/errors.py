@@ -95,6 +95,31 @@ class EmbeddingUnavailable(KindmemError):
     default_message = "Semantic search needs an embedder, and none is configured or answering."
 
 
+class ExtractionUnavailable(KindmemError):
+    """Extraction needs the operator's chat model (KINDMEM_LLM_URL, KINDMEM_LLM_MODEL); without
+    one it answers this, never an empty result (as semantic search without an embedder)."""
+
+    code = "extraction-unavailable"
+    status_code = status.HTTP_503_SERVICE_UNAVAILABLE
+    default_message = "Extraction needs a chat model, and none is configured or answering."
+
+
+class ExtractionQuota(KindmemError):
+    """A tenant's extraction tokens for the day, or a conversation's, are spent
+    (KINDMEM_EXTRACTION_TENANT_DAILY_TOKENS, KINDMEM_EXTRACTION_CONVERSATION_TOKENS). The daily
+    cap answers Retry-After (the next UTC day); a conversation's never comes back by waiting."""
+
+    code = "extraction-quota"
+    status_code = status.HTTP_429_TOO_MANY_REQUESTS
+    default_message = "The extraction quota is spent."
+
+    def __init__(
+        self, message: str | None = None, *, details: Any = None, retry_after: int | None = None
+    ) -> None:
+        super().__init__(message, details=details)
+        self.retry_after = retry_after
+
+
 class Unavailable(KindmemError):
     """The database is saturated or out of reach: a moment later may succeed (Retry-After)."""
 
@@ -227,7 +252,12 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
     if isinstance(exc, KindmemError):
         if exc.status_code >= 500:
             logger.error("%s: %s", exc.code, exc.message)
-        return Response(error_body(exc.code, exc.message, exc.details), status=exc.status_code)
+        retry_after = getattr(exc, "retry_after", None)
+        return Response(
+            error_body(exc.code, exc.message, exc.details),
+            status=exc.status_code,
+            headers={"Retry-After": str(retry_after)} if retry_after else None,
+        )
     if isinstance(exc, Http404):
         exc = exceptions.NotFound()
     elif isinstance(exc, DjangoPermissionDenied):

@@ -150,6 +150,37 @@ def run_mint(
     return run, token
 
 
+def run_start_internal(
+    *,
+    tenant_id: uuid.UUID,
+    agent: Agent,
+    project_id: uuid.UUID,
+    participant_id: str | None,
+    user_id: uuid.UUID | None,
+    thread_id: str | None,
+) -> Run:
+    """A run kindmem starts for work it does as an agent (a conversation's extraction), in the
+    containers of something the caller may already read: with no token (the one made for
+    its hash is thrown away, no key minted it, and it has expired when made), so it never
+    authenticates. Its rows are written as that agent, attributed to this run."""
+    _token, prefix, token_hash = new_token(RUN_TOKEN_MARKER)
+    now = timezone.now()
+    return Run.objects.create(
+        tenant_id=tenant_id,
+        agent=agent,
+        agent_version=agent.version,
+        project_id=project_id,
+        participant_id=participant_id,
+        user_id=user_id,
+        thread_id=thread_id,
+        minted_by=None,
+        token_prefix=prefix,
+        token_hash=token_hash,
+        created_at=now,
+        expires_at=now,
+    )
+
+
 def hold_place(
     *, tenant_id: uuid.UUID, subject_kind: str, subject_id: str, erasure_id: uuid.UUID
 ) -> ErasureHold:

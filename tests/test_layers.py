@@ -1,6 +1,7 @@
 """The house's one rule: imports run one way (DESIGN.md, Layout).
 
-    kindmem <- embeddings, audit <- facts, recall, runlog <- approvals <- privacy <- config
+    kindmem <- embeddings, audit <- facts, recall, runlog <- approvals <- extraction <- privacy
+    <- config
 
 Every import of every module of the apps is read from its source (function-level imports
 included: hiding an upward import in a function does not make it go the other way), and one
@@ -22,8 +23,9 @@ FLOORS = {
     "recall": 2,
     "runlog": 2,
     "approvals": 3,
-    "privacy": 4,
-    "config": 5,
+    "extraction": 4,
+    "privacy": 5,
+    "config": 6,
 }
 
 

@@ -124,6 +124,8 @@ SAMPLES: dict[str, dict[str, Any]] = {
     "list_messages": {"conversation_id": "conv/1", "before_sequence": 3, "limit": 2},
     "delete_message": {"conversation_id": "conv/1", "sequence": 3},
     "clear_messages": {"conversation_id": "conv/1"},
+    "extract": {"conversation_id": "conv/1"},
+    "extractions": {"conversation_id": "conv/1"},
     "recall": {"selections": [{"agent_id": "a"}], "mode": "list"},
     "read_log": {"run_id": RUN},
     "append_log": {"run_id": RUN, "kind": "note", "payload": {}},

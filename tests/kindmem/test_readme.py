@@ -9,10 +9,12 @@ import signal
 import subprocess
 import sys
 import time
+from contextlib import ExitStack
 from pathlib import Path
 
 import pytest
 
+from tests.extraction.chat_server import add, chat_server_running
 from tests.kindmem.test_supervisor import _call, _free_port
 from tests.processes import database_env
 
@@ -30,9 +32,20 @@ def test_readme_has_shell_examples_beyond_make():
     assert len(readme_blocks()) >= 5
 
 
+def _remember_the_last_message(shown: dict) -> list[dict]:
+    """README's chat model (a scripted local OpenAI-compatible server): a note of the newest
+    message it is shown, citing it."""
+    last = shown["messages"][-1]
+    return [add("note", last["text"].replace("I ", "The customer ", 1), [last["id"]])]
+
+
 @pytest.mark.django_db(transaction=True)
 def test_every_shell_example_in_readme_runs_against_a_live_server(tmp_path):
-    # given `kindmem run` with its demo tenant, on the test database
+    # given `kindmem run` with its demo tenant, on the test database, and a local
+    # OpenAI-compatible chat server as its extraction model
+    chat = ExitStack()
+    llm = chat.enter_context(chat_server_running())
+    llm.answer(_remember_the_last_message)
     port = _free_port()
     env = {
         **os.environ,
@@ -41,6 +54,8 @@ def test_every_shell_example_in_readme_runs_against_a_live_server(tmp_path):
         "SECRET_KEY": "test-readme",
         "KINDMEM_DATA_DIR": str(tmp_path),
         "KINDMEM_EMBEDDER": "hashing",
+        "KINDMEM_LLM_URL": llm.url,
+        "KINDMEM_LLM_MODEL": "fake-llm-1",
     }
     env.pop("CELERY_BROKER_URL", None)
     out_path = tmp_path / "run.log"
@@ -94,9 +109,13 @@ def test_every_shell_example_in_readme_runs_against_a_live_server(tmp_path):
         compact = result.stdout.replace(" ", "")
         assert '"hits":[]' not in compact, "an example found nothing"
         assert '"nothing_matches":false' in compact, "the erasure example is about no one"
+        # and the extraction example was answered by the model, and applied
+        assert llm.chats, "the extraction example never reached the chat model"
+        assert '"status":"applied"' in compact, "the extraction example was not applied"
     finally:
         run.send_signal(signal.SIGINT)
         run.wait(timeout=60)
+        chat.close()
 
 
 def test_readme_lists_every_error_code_the_api_answers():

@@ -33,7 +33,7 @@ class RetryPolicy:
     nothing (the throttle and the concurrency limit refuse it before the view runs; a database
     that could not be had rolls the request back), so a retried write cannot land twice. A 503
     of another code (`embedding-unavailable`) is not retried: waiting does not wire an
-    embedder."""
+    embedder, and neither is a 429 `extraction-quota`: its wait is the next day, or forever."""
 
     max_retries: int = 3
     # kindmem's write rates are per minute (KINDMEM_WRITE_RATE), so its Retry-After is <= 61 s
@@ -51,14 +51,14 @@ class RetryPolicy:
 
 
 def retryable(response: httpx.Response) -> bool:
-    if response.status_code == 429:
-        return True
-    if response.status_code != 503:
+    if response.status_code not in (429, 503):
         return False
     try:
-        return response.json().get("code") == "unavailable"
+        code = response.json().get("code")
     except (ValueError, AttributeError):
-        return False
+        return response.status_code == 429  # a 429 not in kindmem's shape: a proxy's limit
+    # an `extraction-quota` 429 is not a moment's wait: the day's or the conversation's tokens
+    return code == ("rate-limited" if response.status_code == 429 else "unavailable")
 
 
 def resolve_settings(token: str | None, base_url: str | None) -> tuple[str | None, str]:

@@ -21,6 +21,8 @@ __all__ = [
     "Conflict",
     "EmbeddingUnavailable",
     "ErasureInProgress",
+    "ExtractionQuota",
+    "ExtractionUnavailable",
     "FactNotFound",
     "Forbidden",
     "HeadersTooLarge",
@@ -178,6 +180,24 @@ class EmbeddingUnavailable(KindmemError):
     code = "embedding-unavailable"
 
 
+class ExtractionUnavailable(KindmemError):
+    """503: extraction needs the operator's chat model, and none is configured or answering."""
+
+    code = "extraction-unavailable"
+
+
+class ExtractionQuota(KindmemError):
+    """429: the tenant's extraction tokens for the day, or the conversation's, are spent.
+    `retry_after` is the server's `Retry-After` in seconds: the next day for the daily cap,
+    None for a conversation's (waiting does not help). Never retried by the client."""
+
+    code = "extraction-quota"
+
+    @property
+    def retry_after(self) -> float | None:
+        return retry_after_seconds(self.response) if self.response is not None else None
+
+
 class Unavailable(KindmemError):
     """503: the server's database is saturated or out of reach; `retry_after` is the server's
     `Retry-After` in seconds. Raised once the client's bounded retries are spent."""
@@ -228,6 +248,8 @@ CODES: dict[str, type[KindmemError]] = {
         HeadersTooLarge,
         RateLimited,
         EmbeddingUnavailable,
+        ExtractionUnavailable,
+        ExtractionQuota,
         Unavailable,
         PersistenceError,
         NotImplementedByServer,

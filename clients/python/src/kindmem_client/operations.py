@@ -32,6 +32,8 @@ OPERATIONS: dict[tuple[str, str], str] = {
     ("POST", "/v1/conversations/{conversation_id}/messages"): "append_messages",
     ("DELETE", "/v1/conversations/{conversation_id}/messages"): "clear_messages",
     ("DELETE", "/v1/conversations/{conversation_id}/messages/{sequence}"): "delete_message",
+    ("POST", "/v1/conversations/{conversation_id}/extract"): "extract",
+    ("GET", "/v1/conversations/{conversation_id}/extract"): "extractions",
     ("POST", "/v1/recall"): "recall",
     ("GET", "/v1/runs/{run_id}/log"): "read_log",
     ("POST", "/v1/runs/{run_id}/log"): "append_log",

@@ -8,6 +8,7 @@ from typing import Any, Literal, NotRequired, TypedDict
 __all__ = [
     "AccessRequest",
     "AccessRequestCreateInput",
+    "ActionEnum",
     "Append",
     "AppendInput",
     "AppendedMessage",
@@ -29,6 +30,14 @@ __all__ = [
     "ErasurePreview",
     "ErasurePreviewInput",
     "Error",
+    "Extract",
+    "ExtractOutputOutcomeEnum",
+    "ExtractionCapability",
+    "ExtractionDecision",
+    "ExtractionDecisionOutputOutcomeEnum",
+    "ExtractionJob",
+    "ExtractionJobStatusEnum",
+    "ExtractionState",
     "Fact",
     "FactCreateInput",
     "FactList",
@@ -114,6 +123,9 @@ class AccessRequestCreateInput(TypedDict):
 
     subject_kind: SubjectKindEnum
     subject_id: str
+
+
+ActionEnum = Literal["add", "update"]
 
 
 class Append(TypedDict):
@@ -232,6 +244,7 @@ class Capabilities(TypedDict):
     rerankers: list[str]
     default_rerankers: list[str]
     embedder: EmbedderCapability
+    extraction: ExtractionCapability
     merge_patch: bool
     import_files: bool
     operations: dict[str, bool]
@@ -303,6 +316,66 @@ class Error(TypedDict):
     code: str
     message: str
     details: Any
+
+
+class Extract(TypedDict):
+    outcome: ExtractOutputOutcomeEnum
+    conversation_id: str
+    extracted_through: int
+    last_sequence: int
+    job: ExtractionJob | None
+
+
+ExtractOutputOutcomeEnum = Literal["queued", "already-queued", "up-to-date"]
+
+
+class ExtractionCapability(TypedDict):
+    available: bool
+    model: str | None
+    error: str | None
+
+
+class ExtractionDecision(TypedDict):
+    index: int
+    action: ActionEnum
+    type: str
+    text: str | None
+    cited: list[int]
+    outcome: ExtractionDecisionOutputOutcomeEnum
+    fact_id: str
+    revision_id: str
+    approval_id: str | None
+    reasons: list[ReasonsEnum]
+
+
+ExtractionDecisionOutputOutcomeEnum = Literal["created", "proposed", "unchanged"]
+
+
+class ExtractionJob(TypedDict):
+    id: str
+    status: ExtractionJobStatusEnum
+    first_sequence: int
+    last_sequence: int
+    model: str
+    prompt_version: str
+    tokens_in: int
+    tokens_out: int
+    error_code: str
+    error: str
+    decisions: list[ExtractionDecision]
+    created_at: str
+    started_at: str | None
+    finished_at: str | None
+
+
+ExtractionJobStatusEnum = Literal["queued", "running", "applied", "refused", "failed"]
+
+
+class ExtractionState(TypedDict):
+    conversation_id: str
+    extracted_through: int
+    last_sequence: int
+    jobs: list[ExtractionJob]
 
 
 class Fact(TypedDict):
@@ -576,7 +649,14 @@ class Readers(TypedDict):
     on_behalf_of_project_ids: list[str]
 
 
-ReasonsEnum = Literal["wide-scope", "instruction-like", "hidden-characters", "verified-slot"]
+ReasonsEnum = Literal[
+    "wide-scope",
+    "instruction-like",
+    "hidden-characters",
+    "verified-slot",
+    "contradiction",
+    "extracted",
+]
 
 
 class Recall(TypedDict):

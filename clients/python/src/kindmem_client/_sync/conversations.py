@@ -13,6 +13,8 @@ from kindmem_client._base import Id, body, query_params, segment
 from kindmem_client._sync.core import Core
 from kindmem_client.types import (
     Append,
+    Extract,
+    ExtractionState,
     MessageDelete,
     MessageInput,
     MessageList,
@@ -23,7 +25,7 @@ from kindmem_client.types import (
 
 
 class Conversations(Core):
-    """`/v1/conversations/{id}/messages` and `/v1/recall`."""
+    """`/v1/conversations/{id}/messages`, `/v1/conversations/{id}/extract` and `/v1/recall`."""
 
     def append_messages(
         self,
@@ -71,6 +73,21 @@ class Conversations(Core):
         """Delete every message of a conversation (it stays, its sequences go on)."""
         path = f"/v1/conversations/{segment(conversation_id)}/messages"
         return cast(MessagesClear, self._json("DELETE", path))
+
+    def extract(self, conversation_id: str) -> Extract:
+        """Extract memories from the conversation's messages since its watermark, in the
+        background, by the operator's chat model: `outcome` `queued` (the `job`),
+        `already-queued` (the one before) or `up-to-date`. Its decisions are written as the
+        conversation's agent under remember's review rules; an update of a memory is a proposed
+        supersede for a reviewer. `ExtractionUnavailable` without a chat model,
+        `ExtractionQuota` past a cap."""
+        path = f"/v1/conversations/{segment(conversation_id)}/extract"
+        return cast(Extract, self._json("POST", path, json={}))
+
+    def extractions(self, conversation_id: str) -> ExtractionState:
+        """The conversation's watermark and its newest extractions, each with its decisions."""
+        path = f"/v1/conversations/{segment(conversation_id)}/extract"
+        return cast(ExtractionState, self._json("GET", path))
 
     def recall(
         self,

@@ -1,0 +1,75 @@
+"""Extraction's writes: asking for a conversation's extraction (the API's `POST
+/v1/conversations/{id}/extract`, and an agent's "after each appended batch"), which opens a job
+and queues its task when the request commits.
+
+The memories themselves are written by the task (`extraction.runner`), as the job's run, through
+the writes an agent's memories always take: `remember` and its review rules for an add, a
+proposed supersede for a reviewer for an update.
+"""
+
+from __future__ import annotations
+
+from django.db import transaction
+
+from extraction.jobs import Opened, job_open
+from extraction.provider import require_provider
+from extraction.tasks import extract_conversation
+from kindmem import declarations
+from kindmem.access import Principal, PrincipalKind, readers_for
+from kindmem.background import enqueue_on_commit
+from kindmem.errors import Forbidden, NotFound, ValidationFailed
+from kindmem.holds import assert_not_held
+from kindmem.subjects import persons_of
+from recall.models import Conversation
+
+
+@transaction.atomic
+def extraction_request(*, principal: Principal, conversation_id: str) -> Opened:
+    """Extract memories from the conversation's messages since its watermark, in the
+    background: the job queued now (or the one already queued or running, answered again), or
+    none when nothing is new.
+
+    Who may: a run token or an app key that may recall the conversation (`isRecallReadableBy`:
+    another person's conversation, another project's or tenant's, is `not-found`, like one
+    that does not exist). Refused, queueing nothing: a person or conversation under erasure
+    (`erasure-in-progress`), no chat model (`extraction-unavailable`), an agent that declares
+    no memory types (`validation-error`), a cap reached (`extraction-quota`)."""
+    if principal.kind not in {PrincipalKind.RUN, PrincipalKind.APP}:
+        raise Forbidden("Only a run token or an app credential asks for an extraction.")
+    conversation = (
+        Conversation.objects.of_tenant(principal.tenant_id)
+        .recall_readable_by(readers_for(principal))
+        .filter(thread_id=conversation_id)
+        .select_related("agent")
+        .first()
+    )
+    if conversation is None:
+        raise NotFound("No such conversation.")
+    assert_not_held(
+        principal.tenant_id,
+        persons_of(
+            participant_id=conversation.participant_id,
+            user_id=conversation.user_id,
+            thread_id=conversation.thread_id,
+        ),
+    )
+    require_provider()
+    return _opened(conversation, requested_by=principal.id)
+
+
+def _opened(conversation: Conversation, *, requested_by: str) -> Opened:
+    agent = conversation.agent
+    if not declarations.parse(agent.memory_declarations):
+        raise ValidationFailed(
+            f"Agent {agent.agent_id!r} declares no memory types to extract.",
+            details={"agent_id": agent.agent_id},
+        )
+    if conversation.project_id is None:
+        raise ValidationFailed("A conversation without a project has no run to extract as.")
+    opened = job_open(conversation=conversation, requested_by=requested_by)
+    if opened.created and opened.job is not None:
+        # a broker that cannot be reached does not fail the request: resume_extractions sends it
+        enqueue_on_commit(
+            extract_conversation, str(opened.job.id), tenant_id=str(conversation.tenant_id)
+        )
+    return opened
