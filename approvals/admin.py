@@ -23,9 +23,11 @@ from django.utils.html import format_html, format_html_join
 from django.utils.timesince import timesince
 from django.views.decorators.http import require_POST
 
+from approvals.evidence import Evidence, evidence_attach, shown_messages, with_replaced
 from approvals.highlight import highlight
 from approvals.models import Approval, ApprovalQuerySet, ApprovalStatus
 from approvals.services import Decision, approval_decide, console_principal
+from audit.console import console_read_record
 from facts.models import unshown
 from facts.review_reasons import REASONS
 from kindmem.console import TenantScopedAdmin, console_scope, person_link
@@ -142,7 +144,7 @@ class ApprovalAdmin(TenantScopedAdmin):
     # --- who sees and does what --------------------------------------------------------
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Approval]:
-        return (
+        return with_replaced(
             super()
             .get_queryset(request)
             .select_related(
@@ -151,6 +153,26 @@ class ApprovalAdmin(TenantScopedAdmin):
             .prefetch_related("revision__subjects")
             .defer(*unshown("revision__"))
         )
+
+    def get_changelist_instance(self, request: HttpRequest) -> Any:
+        """The page's rows, each with what it would replace and the messages it cites
+        (`approvals.evidence`: two queries for the page); showing messages is a read of the
+        people they are about, audited per tenant."""
+        changelist = super().get_changelist_instance(request)
+        rows = list(changelist.result_list)
+        evidence_attach(rows)
+        for tenant_id in sorted({r.tenant_id for r in rows}, key=str):
+            refs, subjects = shown_messages(r for r in rows if r.tenant_id == tenant_id)
+            if refs:
+                console_read_record(
+                    user=request.user,
+                    tenant_id=tenant_id,
+                    kind="message",
+                    object_ids=refs,
+                    subjects=sorted(subjects),
+                    endpoint="GET console approvals",
+                )
+        return changelist
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False
@@ -169,7 +191,7 @@ class ApprovalAdmin(TenantScopedAdmin):
     @admin.display(description="memory")
     def memory(self, obj: Approval) -> str:
         return format_html(
-            '<div class="review-text" data-approval="{}">{}</div><small>{} · {}</small>',
+            '<div class="review-text" data-approval="{}">{}</div><small>{} · {}</small>{}',
             obj.id,
             highlight(obj.text, obj.findings),
             obj.revision.fact.type,
@@ -178,7 +200,46 @@ class ApprovalAdmin(TenantScopedAdmin):
                 reverse("admin:facts_fact_change", args=[obj.revision.fact_id]),
                 obj.revision.version,
             ),
+            self._evidence(getattr(obj, "evidence", None)),
         )
+
+    @staticmethod
+    def _evidence(evidence: Evidence | None) -> str:
+        """A proposed supersede's change (what readers read now, struck; what it would say,
+        underlined) and the messages the memory rests on, each escaped."""
+        if evidence is None:
+            return ""
+        parts = []
+        if evidence.diff is not None and evidence.diff.compared:
+            parts.append(
+                format_html(
+                    '<div class="review-diff" title="what it would replace: -{} +{} words">'
+                    "<small>replaces</small> {}</div>",
+                    evidence.diff.removed,
+                    evidence.diff.added,
+                    evidence.diff.html,
+                )
+            )
+        if evidence.cited or evidence.missing:
+            cited = format_html_join(
+                "",
+                '<li><span class="review-ref">{}</span> <em>{}</em>: {}</li>',
+                ((c.ref, c.role, c.text) for c in evidence.cited),
+            )
+            missing = format_html_join(
+                "",
+                '<li><span class="review-ref">{}</span> <em>no longer there</em></li>',
+                ((ref,) for ref in evidence.missing),
+            )
+            parts.append(
+                format_html(
+                    '<div class="review-evidence"><small>from the conversation</small>'
+                    "<ul>{}{}</ul></div>",
+                    cited,
+                    missing,
+                )
+            )
+        return format_html_join("", "{}", ((p,) for p in parts))
 
     @admin.display(description="reasons")
     def reason_list(self, obj: Approval) -> str:

@@ -1,6 +1,6 @@
 """Extraction's writes: asking for a conversation's extraction (the API's `POST
-/v1/conversations/{id}/extract`, and an agent's "after each appended batch"), which opens a job
-and queues its task when the request commits.
+/v1/conversations/{id}/extract`, and "after each appended batch" for the agents a tenant's
+settings name), which opens a job and queues its task when the request commits.
 
 The memories themselves are written by the task (`extraction.runner`), as the job's run, through
 the writes an agent's memories always take: `remember` and its review rules for an add, a
@@ -9,18 +9,29 @@ proposed supersede for a reviewer for an update.
 
 from __future__ import annotations
 
+import logging
+
 from django.db import transaction
 
 from extraction.jobs import Opened, job_open
-from extraction.provider import require_provider
+from extraction.models import ExtractionSettings
+from extraction.provider import get_provider, require_provider
 from extraction.tasks import extract_conversation
 from kindmem import declarations
 from kindmem.access import Principal, PrincipalKind, readers_for
 from kindmem.background import enqueue_on_commit
-from kindmem.errors import Forbidden, NotFound, ValidationFailed
+from kindmem.errors import (
+    ErasureInProgress,
+    ExtractionQuota,
+    Forbidden,
+    NotFound,
+    ValidationFailed,
+)
 from kindmem.holds import assert_not_held
 from kindmem.subjects import persons_of
 from recall.models import Conversation
+
+logger = logging.getLogger(__name__)
 
 
 @transaction.atomic
@@ -55,6 +66,35 @@ def extraction_request(*, principal: Principal, conversation_id: str) -> Opened:
     )
     require_provider()
     return _opened(conversation, requested_by=principal.id)
+
+
+def extraction_after_append(*, conversation: Conversation) -> None:
+    """After a batch of messages was appended: extract them, when a chat model is configured
+    and the tenant's settings name the conversation's agent (`extract_after_append`). Inside
+    the append's transaction, in a savepoint of its own: what cannot be queued now (a cap, a
+    held person, no declared types) is logged and left for the next batch; the append stands."""
+    if get_provider() is None:
+        return  # no model: no query either, so an append costs what it did without extraction
+    agents = (
+        ExtractionSettings.objects.filter(tenant_id=conversation.tenant_id)
+        .values_list("extract_after_append", flat=True)
+        .first()
+    )
+    if not agents or conversation.agent.agent_id not in agents:
+        return
+    try:
+        with transaction.atomic():
+            assert_not_held(
+                conversation.tenant_id,
+                persons_of(
+                    participant_id=conversation.participant_id,
+                    user_id=conversation.user_id,
+                    thread_id=conversation.thread_id,
+                ),
+            )
+            _opened(conversation, requested_by="after-append")
+    except (ErasureInProgress, ExtractionQuota, ValidationFailed) as exc:
+        logger.info("no extraction after the append to %s: %s", conversation.thread_id, exc)
 
 
 def _opened(conversation: Conversation, *, requested_by: str) -> Opened:

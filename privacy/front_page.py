@@ -6,7 +6,8 @@
   progress, recently finished ones, and the buttons that start each, find a person, or check
   whether an id was erased;
 - an **admin** (a superuser): the tenant's health: worker heartbeat, embedding backlog, the
-  broker; and the full list of tables, which only they need.
+  broker; extraction's cost (tokens per agent, today and over the charts' days, against the
+  daily cap; jobs refused or failed); and the full list of tables, which only they need.
 
 Someone with several roles sees each of their panels. Every panel is a handful of aggregate
 queries over the staff member's tenant (`console_scope`), whatever the size of the data.
@@ -21,15 +22,18 @@ SQL), its rows bounded by the days and categories, not by the data.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import date, datetime, time, timedelta
+from datetime import UTC, date, datetime, time, timedelta
 from typing import Any
 
-from django.db.models import Case, Count, F, Max, Min, Q, QuerySet, Value, When
+from django.conf import settings
+from django.db.models import Case, Count, F, Max, Min, Q, QuerySet, Sum, Value, When
 from django.db.models.functions import TruncDate
 from django.http import HttpRequest
 from django.utils import timezone
 
 from approvals.models import DECIDED, Approval, ApprovalStatus
+from extraction.metering import usage_day
+from extraction.models import ExtractionJob, ExtractionUsage, JobStatus
 from facts.models import (
     EmbeddingState,
     InvalidationReason,
@@ -97,6 +101,18 @@ class PrivacyPanel:
     finished_access: list[AccessRequest]
     names: dict[str, str]
     requests_chart: Chart | None = None
+
+
+@dataclass
+class ExtractionPanel:
+    """Extraction's cost over the charts' days: per agent, its model calls and tokens (today's
+    and the period's), the tenant's cap per day, and the jobs refused or failed."""
+
+    agents: list[dict[str, Any]]
+    today: int
+    daily_cap: int
+    refused: int
+    failed: int
 
 
 @dataclass
@@ -320,6 +336,43 @@ def _health(request: HttpRequest) -> HealthPanel:
     )
 
 
+def _extraction(request: HttpRequest) -> ExtractionPanel:
+    now = timezone.now()
+    today = usage_day(now)
+    first = today - timedelta(days=DAYS - 1)
+    usage = console_scope(request, ExtractionUsage.objects.all()).filter(day__gte=first)
+    agents: list[dict[str, Any]] = [
+        dict(row)
+        for row in usage.values("agent__agent_id")
+        .annotate(
+            total_calls=Sum("calls"),
+            total_in=Sum("tokens_in"),
+            total_out=Sum("tokens_out"),
+            today_in=Sum("tokens_in", filter=Q(day=today)),
+            today_out=Sum("tokens_out", filter=Q(day=today)),
+        )
+        .order_by("agent__agent_id")
+    ]
+    since = datetime.combine(first, time.min, tzinfo=UTC)
+    outcomes = (
+        console_scope(request, ExtractionJob.objects.all())
+        .filter(created_at__gte=since)
+        .aggregate(
+            refused=Count("pk", filter=Q(status=JobStatus.REFUSED)),
+            failed=Count("pk", filter=Q(status=JobStatus.FAILED)),
+        )
+    )
+    for agent in agents:
+        agent["today"] = (agent["today_in"] or 0) + (agent["today_out"] or 0)
+    return ExtractionPanel(
+        agents=agents,
+        today=sum(a["today"] for a in agents),
+        daily_cap=settings.EXTRACTION_TENANT_DAILY_TOKENS,
+        refused=outcomes["refused"],
+        failed=outcomes["failed"],
+    )
+
+
 def front_page(request: HttpRequest) -> dict[str, Any]:
     """The panels of this staff member's front page (absent: not their role), and whether the
     list of tables is theirs to see."""
@@ -332,4 +385,5 @@ def front_page(request: HttpRequest) -> dict[str, Any]:
         panels["privacy"] = _privacy(request)
     if user.is_superuser:
         panels["health"] = _health(request)
+        panels["extraction"] = _extraction(request)
     return panels

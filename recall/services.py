@@ -18,6 +18,7 @@ from kindmem.holds import assert_not_held
 from kindmem.models import Agent, Project, User
 from kindmem.subjects import persons_of
 from kindmem.threads import thread_claim
+from recall.appended import after_append
 from recall.models import Conversation, Message, Role
 from recall.tasks import embed_messages
 
@@ -81,6 +82,7 @@ def conversation_append(
         ids, tenant = [rows[i].id for i in indexed], str(conversation.tenant_id)
         # a broker that cannot be reached does not fail the write: embed_backlog embeds them
         enqueue_on_commit(embed_messages, ids, tenant_id=tenant)
+    after_append(conversation=conversation)  # extraction, for the agents that ask for it
     return conversation, rows
 
 
