@@ -42,3 +42,30 @@ def test_the_admin_sees_tokens_per_agent_and_the_refused_jobs(
     reviewer = Client()
     reviewer.force_login(staff_create(declared, "y", "reviewer"))
     assert 'id="extraction-cost"' not in reviewer.get("/console/").content.decode()
+
+
+def test_the_console_lists_the_jobs_and_edits_the_tenants_settings(llm, declared, conversation):
+    from django.urls import reverse
+
+    from audit.models import AuditEvent
+    from extraction.models import ExtractionSettings
+
+    job = extraction_request(principal=declared.app.principal, conversation_id="conv-1").job
+    admin = Client()
+    admin.force_login(staff_create(declared, "z", "superuser"))
+    listing = admin.get(reverse("admin:extraction_extractionjob_changelist")).content.decode()
+    assert "conv-1" in listing
+    assert "#1 to #4" in listing
+    page = admin.get(reverse("admin:extraction_extractionjob_change", args=[job.id]))
+    assert page.status_code == 200
+    assert AuditEvent.objects.get(endpoint="GET console extraction job").subjects == [
+        "participant:cust-1"
+    ]
+    # and the tenant's settings are set from their page
+    added = admin.post(
+        reverse("admin:extraction_extractionsettings_add"),
+        {"tenant": declared.tenant.id, "review_all": "on", "extract_after_append": "support-bot"},
+    )
+    assert added.status_code == 302
+    saved = ExtractionSettings.objects.get(tenant=declared.tenant)
+    assert (saved.review_all, saved.extract_after_append) == (True, ["support-bot"])
