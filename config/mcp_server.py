@@ -19,8 +19,9 @@ bearer, a tool call with a bad one is an `unauthenticated` tool error.
 
 Tools (Mem0's names where one fits): capabilities, remember, search_memories, get_memory,
 list_memories, memory_history, update_memory, patch_memory, delete_memory, recall,
-append_messages, and, for a reviewer's or tenant admin's key, list_pending_approvals and
-decide_approval (any other credential gets `forbidden`, as from the REST route).
+append_messages, extract_memories, extractions, and, for a reviewer's or tenant admin's key,
+list_pending_approvals and decide_approval (any other credential gets `forbidden`, as from the
+REST route).
 """
 
 from __future__ import annotations
@@ -420,11 +421,43 @@ async def append_messages(
     )
 
 
+@server.tool(title="Extract memories from a conversation", annotations=REPLAYABLE_ADD)
+async def extract_memories(
+    ctx: Context,
+    conversation_id: Annotated[str, Field(description="The conversation (the run's thread).")],
+) -> Result:
+    """Have kindmem's chat model turn the conversation's messages since its last extraction
+    into memories, in the background: new ones under remember's review rules, and a change to
+    an existing one only as a proposal a reviewer decides. Asking again while one is queued
+    answers that one. `extractions` says how it went."""
+    return await rest(
+        ctx, "POST", f"/v1/conversations/{_segment(conversation_id)}/extract", body={}
+    )
+
+
+@server.tool(title="A conversation's extractions", annotations=READ)
+async def extractions(
+    ctx: Context,
+    conversation_id: Annotated[str, Field(description="The conversation (the run's thread).")],
+) -> Result:
+    """The conversation's watermark (the last message extracted) and its newest extractions,
+    each with its decisions and the messages they cite."""
+    return await rest(ctx, "GET", f"/v1/conversations/{_segment(conversation_id)}/extract")
+
+
 @server.tool(title="List pending approvals", annotations=READ)
 async def list_pending_approvals(
     ctx: Context,
     reason: Annotated[
-        Literal["wide-scope", "instruction-like", "hidden-characters"] | None,
+        Literal[
+            "wide-scope",
+            "instruction-like",
+            "hidden-characters",
+            "verified-slot",
+            "contradiction",
+            "extracted",
+        ]
+        | None,
         Field(description="Only approvals with this reason."),
     ] = None,
     limit: Annotated[int, Field(ge=1, le=200)] = 50,

@@ -32,6 +32,8 @@ TOOLS = {
     "delete_memory",
     "recall",
     "append_messages",
+    "extract_memories",
+    "extractions",
     "list_pending_approvals",
     "decide_approval",
 }
@@ -42,6 +44,7 @@ READ_ONLY = {
     "list_memories",
     "memory_history",
     "recall",
+    "extractions",
     "list_pending_approvals",
 }
 DESTRUCTIVE = {"update_memory", "patch_memory", "delete_memory", "decide_approval"}
