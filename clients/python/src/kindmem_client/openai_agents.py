@@ -34,7 +34,15 @@ anything else          role ``tool`` (stored, never indexed or recalled): tool c
 ``add_items``          ``POST /v1/conversations/{id}/messages``, up to 100 items a request
 ``pop_item``           ``DELETE /v1/conversations/{id}/messages/{sequence}`` of the newest
 ``clear_session``      ``DELETE /v1/conversations/{id}/messages``
+a turn's end           with ``extract_after_turn=True``: ``POST /v1/conversations/{id}/extract``
+                       once ``add_items`` has saved an assistant message (the turn's answer)
 =====================  ========================================================================
+
+With ``extract_after_turn``, kindmem's chat model turns the new messages into memories in the
+background (under remember's review rules; a change to an existing memory is a proposal for a
+reviewer). The history is saved whatever that request answers: its answer, or the error
+(``ExtractionUnavailable`` without a chat model, ``ExtractionQuota`` past a cap), is kept in
+``last_extraction``, never raised into the agent's turn.
 
 A message that another writer appended without ``data`` (the REST API, the MCP server) reads
 as ``{"role": "user" | "assistant", "content": text}``; a tool message without it is not an
@@ -62,7 +70,7 @@ except ImportError as missing:  # pragma: no cover - the message is the point
 
 from kindmem_client._async import AsyncClient
 from kindmem_client._sync import Client
-from kindmem_client.errors import NotFound
+from kindmem_client.errors import KindmemError, NotFound
 from kindmem_client.types import Message, MessageInput
 
 __all__ = ["KindmemSession", "item_of", "message_of"]
@@ -158,6 +166,7 @@ class KindmemSession(SessionABC):
     minted for the thread `session_id`, or an app key; with an app key, `agent_id` and
     `project_id` (and `participant_id` or `user_id`: whose conversation it is) create the
     conversation on its first item. `session_settings.limit` is `get_items`'s default limit.
+    `extract_after_turn` asks kindmem to extract memories once a turn's answer is saved.
     """
 
     def __init__(
@@ -170,9 +179,13 @@ class KindmemSession(SessionABC):
         participant_id: str | None = None,
         user_id: str | None = None,
         session_settings: SessionSettings | None = None,
+        extract_after_turn: bool = False,
     ) -> None:
         self.session_id = session_id
         self.session_settings = session_settings or SessionSettings()
+        self.extract_after_turn = extract_after_turn
+        # the last extraction a turn asked for: the route's answer, or the error it raised
+        self.last_extraction: dict[str, Any] | KindmemError | None = None
         self._client = client
         self._start = {
             "agent_id": agent_id,
@@ -220,6 +233,11 @@ class KindmemSession(SessionABC):
         start = {k: v for k, v in self._start.items() if v is not None}
         for batch in _batches(messages):
             await self._call("append_messages", self.session_id, batch, **start)
+        if self.extract_after_turn and any(m["role"] == "agent" for m in messages):
+            try:
+                self.last_extraction = await self._call("extract", self.session_id)
+            except KindmemError as refused:  # the turn is saved; its extraction waits
+                self.last_extraction = refused
 
     async def pop_item(self) -> Item | None:
         """Delete the newest item and return it; None when there is none."""
