@@ -512,3 +512,34 @@ def test_messages_appended_later_are_the_next_extractions(api, llm, declared, co
     messages_post(api, run.headers, "conv-1", ("user", "And I switched to the Pro plan."))
     job = requested(declared)
     assert (job.first_sequence, job.last_sequence) == (5, 5)
+
+
+def test_a_job_whose_range_no_longer_follows_the_watermark_writes_nothing(
+    llm, declared, conversation
+):
+    # given a job for messages 1-4, and the watermark moved past 1 meanwhile
+    llm.answer(lambda shown: [add("preference", "Prefers email.", [1])])
+    job = requested(declared)
+    ConversationExtraction.objects.filter(conversation=conversation).update(extracted_through=2)
+    before = revisions(declared)
+    job = run_task(job)
+    assert (job.status, job.error_code) == (JobStatus.REFUSED, "stale")
+    assert revisions(declared) == before
+    assert watermark(conversation) == 2
+
+
+def test_structured_memories_are_not_shown_and_long_messages_are_cut(
+    settings, llm, declared, conversation
+):
+    settings.EXTRACTION_MESSAGE_CHARS = 12
+    fact_create(
+        principal=declared.app.principal,
+        type="preference",
+        content={"channel": "email", "hours": "mornings"},
+        scope={"project_id": declared.project.id, "participant_id": "cust-1"},
+    )
+    run_task(requested(declared))
+    document = __import__("json").loads(llm.chats[0]["json"]["messages"][1]["content"])
+    assert document["existing_memories"] == []
+    assert document["messages"][0]["text"] == "Hi, please e…"
+    assert document["messages"][1]["text"] == "Noted: email…"
