@@ -149,7 +149,7 @@ class CapabilitiesView(APIView):
                 "error": extraction["error"],
             },
             "merge_patch": True,
-            "import_files": False,
+            "import_files": True,
             "operations": {name: _may(request, view) for name, view in OPERATIONS.items()},
         }
         return Response(CapabilitiesOutput(body).data)

@@ -391,6 +391,11 @@ ACCESS_EXPORT_STALE_SECONDS = env_int("KINDMEM_ACCESS_EXPORT_STALE_SECONDS", 60)
 ACCESS_EXPORT_LINK_MAX_AGE = env_int("KINDMEM_ACCESS_EXPORT_LINK_MAX_AGE", 3600)
 # Days an invalidated fact revision is kept before the purge deletes it.
 FACTS_PURGE_DELAY_DAYS = env_int("KINDMEM_FACTS_PURGE_DELAY_DAYS", 30)
+# The most memory files one `GET /v1/facts/export` answers or one `POST /v1/facts/import` takes
+# (an export is always importable whole).
+MEMORY_FILES_MAX = env_int("KINDMEM_MEMORY_FILES_MAX", 1000)
+if MEMORY_FILES_MAX < 1:
+    raise ImproperlyConfigured("KINDMEM_MEMORY_FILES_MAX must be 1 or more")
 
 # `kindmem run`'s processes: gunicorn's sync workers (the REST API and the console) and
 # uvicorn's (the MCP server), chosen by bench/load.py (bench/README.md).

@@ -185,6 +185,27 @@ class FactListInput(StrictSerializer):
         return {k: self.validated_data[k] for k in self.SCOPE_KEYS if k in self.validated_data}
 
 
+class FactExportInput(FactListInput):
+    """`GET /v1/facts`'s filters; an export is every fact they match, not a page."""
+
+    limit = None
+    cursor = None
+
+
+class FactImportInput(StrictSerializer):
+    """Scope keys that replace the imported files' own (`project_id` their org too)."""
+
+    org_id = fields.UUIDField(required=False)
+    project_id = fields.UUIDField(required=False)
+    user_id = fields.UUIDField(required=False)
+    participant_id = TextField(required=False, max_length=200, min_length=1)
+    thread_id = TextField(required=False, max_length=200, min_length=1)
+    session_id = TextField(required=False, max_length=200, min_length=1)
+
+    def scope(self) -> dict[str, str]:
+        return {k: str(v) for k, v in self.validated_data.items()}
+
+
 class LinkCreateInput(StrictSerializer):
     target = fields.UUIDField()
     type = PatternField(r"^[A-Za-z0-9][A-Za-z0-9_.:-]*$", max_length=100)
@@ -408,6 +429,37 @@ class FactWriteOutput(serializers.Serializer):
     # An agent's write that waits for a person: its approval, and why it waits.
     approval_id = fields.UUIDField(allow_null=True)
     review = ReviewReasonsOutput(allow_null=True)
+
+
+class FileImportedOutput(serializers.Serializer):
+    file = serializers.CharField(help_text="The file's name in the archive (`<id>.md` alone).")
+    id = serializers.CharField(help_text="The file's own id (its envelope's).")
+    outcome = serializers.ChoiceField(choices=["created", "unchanged", "superseded"])
+    fact_id = fields.UUIDField(help_text="The fact it is in this tenant.")
+    revision_id = fields.UUIDField()
+    # an agent's file that waits for a person: its approval, and why it waits
+    approval_id = fields.UUIDField(allow_null=True)
+    review = ReviewReasonsOutput(allow_null=True)
+
+
+class LinkImportedOutput(serializers.Serializer):
+    file = serializers.CharField(help_text="The file whose `links` asked for it.")
+    type = serializers.CharField()
+    target = serializers.CharField(help_text="The target's id in the files.")
+    outcome = serializers.ChoiceField(choices=["created", "unchanged", "dropped"])
+    reason = serializers.ChoiceField(
+        choices=["target-not-imported", "waits-for-review", "not-readable"],
+        allow_null=True,
+        help_text="Why it was dropped.",
+    )
+    link_id = fields.UUIDField(allow_null=True)
+    source_fact_id = fields.UUIDField(allow_null=True)
+    target_fact_id = fields.UUIDField(allow_null=True)
+
+
+class FactImportOutput(serializers.Serializer):
+    files = FileImportedOutput(many=True)
+    links = LinkImportedOutput(many=True)
 
 
 class FactListOutput(serializers.Serializer):

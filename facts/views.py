@@ -7,7 +7,7 @@ the caller may not read is a 404 `fact-not-found`, exactly like a missing one.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from django.db.models import Q
@@ -65,6 +65,24 @@ def readable_revisions(principal: Principal) -> RevisionQuerySet:
     )
 
 
+def listed_revisions(
+    principal: Principal, data: Mapping[str, Any], scope: dict[str, Any]
+) -> RevisionQuerySet:
+    """What `GET /v1/facts` lists (and `GET /v1/facts/export` exports), before its order and
+    page: the readable current revisions (or those held `as_of`), valid at `valid_at`, narrowed
+    by type, scope keys, tag and slot key."""
+    qs = readable_revisions(principal).approved()
+    if "as_of" in data:
+        # What was held then, of the facts still readable now: a deleted or expired fact's
+        # past content is not served by asking about the past.
+        qs = qs.as_of(data["as_of"]).unexpired(at=data["as_of"]).of_live_facts()
+    else:
+        qs = qs.current().unexpired()
+    if "valid_at" in data:
+        qs = qs.valid_at(data["valid_at"])
+    return qs.narrowed(type=data.get("type"), scope=scope, tag=data.get("tag"), key=data.get("key"))
+
+
 def audit_revisions(view: AuditedView, revisions: Iterable[Revision]) -> None:
     """Note the facts a request returned or touched, and whom they are about."""
     for revision in revisions:
@@ -120,19 +138,8 @@ class FactListView(AuditedView):
         params.is_valid(raise_exception=True)
         data = params.validated_data
         principal = principal_of(request)
-        qs = readable_revisions(principal).approved()
-        if "as_of" in data:
-            # What was held then, of the facts still readable now: a deleted or expired fact's
-            # past content is not served by asking about the past.
-            qs = qs.as_of(data["as_of"]).unexpired(at=data["as_of"]).of_live_facts()
-        else:
-            qs = qs.current().unexpired()
-        if "valid_at" in data:
-            qs = qs.valid_at(data["valid_at"])
         self.audit.ask(type=data.get("type"), scope=params.scope())
-        qs = qs.narrowed(
-            type=data.get("type"), scope=params.scope(), tag=data.get("tag"), key=data.get("key")
-        )
+        qs = listed_revisions(principal, data, params.scope())
         if "cursor" in data:
             at, ident = data["cursor"]
             qs = qs.filter(Q(created_at__lt=at) | Q(created_at=at, id__lt=ident))

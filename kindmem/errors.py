@@ -192,6 +192,15 @@ class PersistenceError(KindmemError):
     default_message = "The store could not complete the request."
 
 
+class RequestTooLarge(KindmemError):
+    """More than a request may carry once unpacked (an archive's files, their size): 413, as
+    for a body over KINDMEM_MAX_BODY_BYTES (kindmem/limits.py answers that one itself)."""
+
+    code = "request-too-large"
+    status_code = status.HTTP_413_REQUEST_ENTITY_TOO_LARGE
+    default_message = "The request carries more than kindmem takes at once."
+
+
 class LinkExpired(KindmemError):
     code = "link-expired"
     status_code = status.HTTP_410_GONE

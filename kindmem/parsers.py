@@ -1,10 +1,13 @@
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
+from django.conf import settings
 from rest_framework.exceptions import ParseError, ValidationError
-from rest_framework.parsers import JSONParser
+from rest_framework.parsers import BaseParser, JSONParser
 
+from kindmem.errors import RequestTooLarge
 from kindmem.storable import PROBLEM, unstorable_path
 
 
@@ -37,3 +40,34 @@ class MergePatchParser(BoundedJSONParser):
     every JSON body is."""
 
     media_type = "application/merge-patch+json"
+
+
+@dataclass(frozen=True)
+class RawBody:
+    """A body taken as bytes, and the media type it came as."""
+
+    media_type: str
+    data: bytes
+
+
+class _RawParser(BaseParser):
+    """The body's bytes as sent (a memory file, an archive of them), at most
+    KINDMEM_MAX_BODY_BYTES: the body-size middleware refuses a longer declared length, this a
+    stream that brings more than it declared."""
+
+    def parse(self, stream: Any, media_type: str | None = None, parser_context: Any = None) -> Any:
+        limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+        data = stream.read(limit + 1)
+        if len(data) > limit:
+            raise RequestTooLarge(
+                f"The request body is over the limit of {limit} bytes.", details={"limit": limit}
+            )
+        return RawBody(self.media_type, data)
+
+
+class MarkdownParser(_RawParser):
+    media_type = "text/markdown"
+
+
+class ZipParser(_RawParser):
+    media_type = "application/zip"

@@ -51,9 +51,10 @@ ids are strings, absent values are ``null``::
 Every list holds only rows about the person: the facts about them, the links touching those
 facts, their conversations, their runs, the approvals of their facts and the audit events
 that name them. The zip holds one ``facts/<fact id>.md`` per fact in the 003 seed's memory-file
-format (``---\\n<yaml frontmatter>\\n---\\n<body>``; the frontmatter carries the envelope: id,
-entityId, kind, tags, links, created, updated, seq, contentHash, provenance, temporal) plus
-``export.json`` (the document above) and ``README.md``.
+format (facts/memory_files.py: ``---\\n<yaml>\\n---\\n<body>``, the frontmatter exactly the
+seed's IMemoryEnvelope, kindmem's fields under ``provenance.kindmem``), showing the fact's current
+revision (else its last; `shown_revision`), plus ``export.json`` (the document above, with every
+revision) and ``README.md`` (every revision, for a person to read).
 
 `erase_batch` deletes the access requests made for the person (their exports hold the person's
 data) when the person is erased.
@@ -61,10 +62,9 @@ data) when the person is erased.
 
 from __future__ import annotations
 
-import io
 import json
 import uuid
-import zipfile
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
@@ -74,6 +74,7 @@ from django.utils import timezone
 from approvals.models import Approval
 from audit.models import AuditEvent
 from facts.erasure import facts_about
+from facts.memory_exports import archive_of, file_name, memory_file_of
 from facts.models import Link, Revision
 from kindmem.erasure import BatchResult, ErasureTarget, StepPreview
 from kindmem.models import Run, SubjectKind
@@ -343,96 +344,80 @@ def access_export_document(target: ErasureTarget) -> dict[str, Any]:
     return document
 
 
-def _yaml(value: Any, indent: int = 0) -> str:
-    """Block YAML for the frontmatter; scalars are written as JSON, which YAML reads as is."""
-    pad = "  " * indent
-    lines: list[str] = []
-    if isinstance(value, dict):
-        for k, v in value.items():
-            if isinstance(v, dict | list) and v:
-                lines.append(f"{pad}{k}:")
-                lines.append(_yaml(v, indent + 1))
-            else:
-                lines.append(f"{pad}{k}: {json.dumps(v, ensure_ascii=False)}")
-    else:
-        for item in value:
-            if isinstance(item, dict | list) and item:
-                inner = _yaml(item, indent + 1).lstrip()
-                lines.append(f"{pad}- {inner}")
-            else:
-                lines.append(f"{pad}- {json.dumps(item, ensure_ascii=False)}")
+def shown_revision(revisions: Sequence[Revision]) -> Revision:
+    """The revision a fact's memory file shows: its current one (approved and not invalidated;
+    a revision pending review or rejected is never current), else the last that was (a deleted
+    or expired fact's last value), else the last written (a fact that never got past review).
+    `revisions` oldest first; the history is export.json's."""
+    current = [r for r in revisions if r.invalidated_at is None and r.review is None]
+    approved = [r for r in revisions if r.review is None]
+    return (current or approved or list(revisions))[-1]
+
+
+def memory_files_of(target: ErasureTarget) -> list[tuple[str, str]]:
+    """Each fact about the person as a memory file (facts/memory_files.py), with its links out
+    (the links export.json lists from it), in one query each for facts, revisions, subjects and
+    links."""
+    facts = list(
+        facts_about(target)
+        .order_by("created_at", "id")
+        .prefetch_related(
+            models.Prefetch(
+                "revisions",
+                queryset=Revision.objects.shown().order_by("version").prefetch_related("subjects"),
+            )
+        )
+    )
+    links: dict[uuid.UUID, list[Link]] = {}
+    for link in Link.objects.filter(
+        tenant_id=target.tenant_id, source_id__in=[f.id for f in facts]
+    ).order_by("created_at", "id"):
+        links.setdefault(link.source_id, []).append(link)
+    return [
+        (
+            file_name(fact.id),
+            memory_file_of(
+                shown_revision(list(fact.revisions.all())), links.get(fact.id, ()), seq=seq
+            ),
+        )
+        for seq, fact in enumerate(facts, start=1)
+    ]
+
+
+def _history(document: dict[str, Any]) -> str:
+    """Every revision of every fact, for a person to read (the memory files show one each)."""
+    lines = []
+    for fact in document["facts"]:
+        lines += ["", f"## {fact['type']} `{fact['id']}`", ""]
+        for r in fact["revisions"]:
+            ended = r["record"]["invalidation_reason"] or r["record"]["review"] or "current"
+            lines.append(
+                f"- v{r['version']} ({r['record']['created_at']}, {r['trust']}, {ended}): "
+                + json.dumps(r["content"], ensure_ascii=False)
+            )
     return "\n".join(lines)
 
 
-def _ms(iso: str | None) -> int | None:
-    return int(datetime.fromisoformat(iso).timestamp() * 1000) if iso else None
-
-
-def memory_file(fact: dict[str, Any], links: list[dict[str, Any]], seq: int) -> str:
-    """One fact as a memory file (003 seed): the envelope as YAML frontmatter, then the
-    current (else the latest) revision's content as the body, then its history."""
-    revisions = fact["revisions"]
-    current = next((r for r in revisions if r["record"]["invalidated_at"] is None), None)
-    shown = current or (revisions[-1] if revisions else None)
-    envelope: dict[str, Any] = {
-        "id": fact["id"],
-        "entityId": fact["key"] or fact["id"],
-        "kind": fact["type"],
-        "tags": fact["tags"],
-        "links": [
-            {
-                "to": link["target_fact_id"],
-                "type": link["type"],
-                "confidence": link["confidence"],
-                "provenance": link["provenance"],
-                "validAt": link["valid_at"],
-            }
-            for link in links
-            if link["source_fact_id"] == fact["id"]
-        ],
-        "created": _ms(fact["created_at"]),
-        "updated": _ms(shown["record"]["created_at"]) if shown else None,
-        "seq": seq,
-        "contentHash": shown["content_hash"] if shown else None,
-        "provenance": shown["provenance"] if shown else None,
-        "temporal": shown["validity"] if shown else None,
-        "scope": fact["scope"],
-        "trust": shown["trust"] if shown else None,
-        "retention": shown["retention"] if shown else None,
-        "subjects": shown["subjects"] if shown else [],
-        "current": current is not None,
-    }
-    body = [f"# {fact['type']}", ""]
-    if shown is not None:
-        content = shown["content"]
-        body.append(content if isinstance(content, str) else json.dumps(content, indent=2))
-    body += ["", "## Revisions", ""]
-    for r in revisions:
-        ended = r["record"]["invalidation_reason"] or "current"
-        body.append(
-            f"- v{r['version']} ({r['record']['created_at']}, {r['trust']}, {ended}): "
-            + json.dumps(r["content"], ensure_ascii=False)
-        )
-    return f"---\n{_yaml(envelope)}\n---\n" + "\n".join(body) + "\n"
-
-
-def access_export_zip(document: dict[str, Any]) -> bytes:
-    buffer = io.BytesIO()
-    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
-        for seq, fact in enumerate(document["facts"], start=1):
-            archive.writestr(f"facts/{fact['id']}.md", memory_file(fact, document["links"], seq))
-        archive.writestr("export.json", json.dumps(document, indent=2, ensure_ascii=False))
-        archive.writestr(
-            "README.md",
-            "# Subject access export\n\n"
-            f"Subject: {document['subject']['kind']} `{document['subject']['id']}`, "
-            f"generated {document['generated_at']}.\n\n"
-            "- `facts/<id>.md`: one memory file per fact (YAML frontmatter, then the content "
-            "and every revision).\n"
-            "- `export.json`: everything, machine-readable (schema "
-            f"`{document['schema']}`, documented in kindmem's privacy/exports.py).\n",
-        )
-    return buffer.getvalue()
+def access_export_zip(document: dict[str, Any], files: Sequence[tuple[str, str]]) -> bytes:
+    readme = (
+        "# Subject access export\n\n"
+        f"Subject: {document['subject']['kind']} `{document['subject']['id']}`, "
+        f"generated {document['generated_at']}.\n\n"
+        "- `facts/<id>.md`: one memory file per fact, in the format of `@fgv/ts-agent-memory`"
+        " (YAML frontmatter between `---` lines, then the content of its current revision, or"
+        " of its last one if it has ended).\n"
+        "- `export.json`: everything, machine-readable (schema "
+        f"`{document['schema']}`, documented in kindmem's privacy/exports.py), every revision"
+        " of every fact included.\n\n"
+        "# Every revision of every fact\n" + _history(document) + "\n"
+    )
+    return archive_of(
+        [
+            *files,
+            ("export.json", json.dumps(document, indent=2, ensure_ascii=False)),
+            ("README.md", readme),
+        ]
+    )
 
 
 def _requests_for(target: ErasureTarget) -> models.QuerySet[AccessRequest]:
@@ -468,10 +453,12 @@ def access_export_build(*, access_request_id: uuid.UUID) -> AccessRequest | None
         return None
     request = AccessRequest.objects.get(pk=access_request_id)
     target = ErasureTarget(request.tenant_id, request.subject_kind, request.subject_id)
-    document = _in_one_snapshot(lambda: access_export_document(target))
+    document, files = _in_one_snapshot(
+        lambda: (access_export_document(target), memory_files_of(target))
+    )
     AccessRequest.objects.filter(pk=request.pk, status=RequestStatus.RUNNING).update(
         export_json=document,
-        export_zip=access_export_zip(document),
+        export_zip=access_export_zip(document, files),
         status=RequestStatus.COMPLETED,
         finished_at=timezone.now(),
         error="",

@@ -8,6 +8,8 @@
   Stricter than facts': a conversation is always someone's, so an app's credential never
   opens an end user's conversation through `user_ids`, only `on_behalf_of_project_ids`.
 - `is_run_readable_by`: the recall rule applied to a run (a run always has a project).
+- `memory_file_problems`: `@fgv/ts-agent-memory`'s parsing of a memory file (below): every file
+  kindmem writes must pass it, and kindmem's import refuses every file it refuses.
 """
 
 from __future__ import annotations
@@ -96,3 +98,141 @@ def is_run_readable_by(run: dict[str, Any], readers: Readers) -> bool:
     else:
         is_person = has(readers.user_ids, run["user_id"])
     return is_person or has(readers.thread_ids, run["thread_id"]) or on_behalf
+
+
+# ---- the 003 seed's memory files (@fgv/ts-agent-memory) -----------------------------------------
+#
+# Its parsing rules, ported on their own (nothing of facts/memory_files.py): `splitFrontmatter`
+# (a file starts with `---\n`; the frontmatter ends at the first `\n---\n` after it; the body is
+# the rest), the frontmatter read as YAML, and `envelopeConverter`: every field of
+# `IMemoryEnvelope` checked against its declared type, no other top-level key, the `id` the
+# file's name stem (`verifyFilenameId`, on the portable filename set of
+# `assertPortableFilenameStem`), each link an `IEdge`, `provenance` an `IProvenance` (`source` a
+# string; extra keys are its consumer's), times numbers (epoch ms).
+
+ENVELOPE_FIELDS = {
+    "id": True,  # required?
+    "entityId": True,
+    "kind": True,
+    "tags": True,
+    "links": True,
+    "created": True,
+    "updated": True,
+    "seq": True,
+    "contentHash": True,
+    "provenance": True,
+    "temporal": False,
+    "embeddingRef": False,
+}
+IEDGE_FIELDS = {
+    "type": True,
+    "target": True,
+    "confidence": False,
+    "provenance": False,
+    "valid_at": False,
+    "invalid_at": False,
+}
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _text(value: Any) -> bool:
+    return isinstance(value, str) and value != ""
+
+
+def _provenance_problems(value: Any, at: str) -> list[str]:
+    if not isinstance(value, dict):
+        return [at]
+    problems = [] if isinstance(value.get("source"), str) else [f"{at}.source"]
+    problems += [
+        f"{at}.{k}" for k in ("by", "model") if k in value and not isinstance(value[k], str)
+    ]
+    if "confidence" in value and not _number(value["confidence"]):
+        problems.append(f"{at}.confidence")
+    if "derivedFrom" in value and not _text(value["derivedFrom"]):
+        problems.append(f"{at}.derivedFrom")
+    return problems
+
+
+def _edge_problems(edge: Any, at: str) -> list[str]:
+    if not isinstance(edge, dict):
+        return [at]
+    problems = [f"{at}.{k}" for k in edge if k not in IEDGE_FIELDS]
+    problems += [f"{at}.{k}" for k, needed in IEDGE_FIELDS.items() if needed and k not in edge]
+    problems += [f"{at}.{k}" for k in ("type", "target") if k in edge and not _text(edge[k])]
+    if "confidence" in edge and not _number(edge["confidence"]):
+        problems.append(f"{at}.confidence")
+    if "provenance" in edge:
+        problems += _provenance_problems(edge["provenance"], f"{at}.provenance")
+    if "valid_at" in edge and not _number(edge["valid_at"]):
+        problems.append(f"{at}.valid_at")
+    if "invalid_at" in edge and not (edge["invalid_at"] is None or _number(edge["invalid_at"])):
+        problems.append(f"{at}.invalid_at")
+    return problems
+
+
+def memory_file_problems(raw: str, stem: str | None = None) -> list[str]:
+    """What the seed refuses in a memory file (`[]`: it parses), by field."""
+    import re
+
+    import yaml
+
+    if not raw.startswith("---\n"):
+        return ["frontmatter"]
+    end = raw.find("\n---\n", 3)
+    if end < 0:
+        return ["frontmatter"]
+    try:
+        envelope = yaml.safe_load(raw[4:end] if end > 3 else "")
+    except yaml.YAMLError:
+        return ["frontmatter"]
+    if not isinstance(envelope, dict):
+        return ["frontmatter"]
+    problems = [str(k) for k in envelope if k not in ENVELOPE_FIELDS]
+    problems += [k for k, needed in ENVELOPE_FIELDS.items() if needed and k not in envelope]
+    if "id" in envelope:
+        ident = envelope["id"]
+        portable = (
+            _text(ident)
+            and re.fullmatch(r"[A-Za-z0-9._-]+", ident)
+            and not ident.startswith(".")
+            and not ident.endswith(".")
+        )
+        if not portable or (stem is not None and ident != stem):
+            problems.append("id")
+    problems += [k for k in ("entityId", "kind") if k in envelope and not _text(envelope[k])]
+    if "tags" in envelope and not (
+        isinstance(envelope["tags"], list) and all(_text(t) for t in envelope["tags"])
+    ):
+        problems.append("tags")
+    if "links" in envelope:
+        if isinstance(envelope["links"], list):
+            for i, edge in enumerate(envelope["links"]):
+                problems += _edge_problems(edge, f"links[{i}]")
+        else:
+            problems.append("links")
+    problems += [
+        k for k in ("created", "updated", "seq") if k in envelope and not _number(envelope[k])
+    ]
+    if "contentHash" in envelope and not isinstance(envelope["contentHash"], str):
+        problems.append("contentHash")
+    if "provenance" in envelope:
+        problems += _provenance_problems(envelope["provenance"], "provenance")
+    if "temporal" in envelope:
+        temporal = envelope["temporal"]
+        if not isinstance(temporal, dict) or set(temporal) - {"valid_at", "invalid_at"}:
+            problems.append("temporal")
+        else:
+            if "valid_at" in temporal and not _number(temporal["valid_at"]):
+                problems.append("temporal.valid_at")
+            if "invalid_at" in temporal and not (
+                temporal["invalid_at"] is None or _number(temporal["invalid_at"])
+            ):
+                problems.append("temporal.invalid_at")
+    if "embeddingRef" in envelope and not (
+        envelope["embeddingRef"] is None or isinstance(envelope["embeddingRef"], str)
+    ):
+        problems.append("embeddingRef")
+    return problems

@@ -108,6 +108,8 @@ SAMPLES: dict[str, dict[str, Any]] = {
     "get_fact": {"fact_id": FACT},
     "delete_fact": {"fact_id": FACT},
     "fact_revisions": {"fact_id": FACT},
+    "export_facts": {"project_id": RUN, "type": "note"},
+    "import_facts": {"files": b"PK\x05\x06" + bytes(18), "project_id": RUN},
     "supersede_fact": {"fact_id": FACT, "content": "x", "expected_version": 1},
     "patch_fact": {"fact_id": FACT, "patch": {"content": {"a": None}}, "expected_version": 1},
     "verify_fact": {"fact_id": FACT},

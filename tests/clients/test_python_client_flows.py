@@ -217,3 +217,23 @@ def test_the_async_client_does_the_same_through_djangos_asgi_handler(agent_world
     assert kind == "run"
     assert facts == [{"text": "likes green tea"}]
     assert code == "fact-not-found"
+
+
+@pytest.mark.django_db
+def test_facts_go_out_as_memory_files_and_come_back_in_through_the_client(world, other_world):
+    with wsgi_client(world.app.token) as app, wsgi_client(other_world.app.token) as elsewhere:
+        # given a fact of the app's project, exported as memory files
+        app.create_fact(type="note", content="likes tea", scope={"project_id": world.project.id})
+        archive = app.export_facts(type="note")
+        # when another tenant's app imports them into its project
+        imported = elsewhere.import_facts(archive, project_id=other_world.project.id)
+        # then it holds the same fact, and importing it again writes nothing
+        [done] = imported["files"]
+        assert done["outcome"] == "created"
+        assert elsewhere.get_fact(done["fact_id"])["content"] == "likes tea"
+        again = elsewhere.import_facts(archive, project_id=other_world.project.id)
+        assert [f["outcome"] for f in again["files"]] == ["unchanged"]
+        # and one file alone goes in as text; a bad one names its field
+        with pytest.raises(ValidationError) as refused:
+            elsewhere.import_facts("---\nid: x\n---\nbody")
+        assert refused.value.details == {"file": "the body", "fields": {"entityId": ["Required."]}}

@@ -176,6 +176,8 @@ CALLS: dict[tuple[str, str], Call] = {
         },
     ),
     ("v1/facts/<str:fact_id>", "get"): lambda w: (f"/v1/facts/{w.fact_id}", None),
+    ("v1/facts/export", "get"): lambda w: ("/v1/facts/export", None),
+    ("v1/facts/import", "post"): lambda w: ("/v1/facts/import", _memory_file(w)),
     ("v1/facts/<str:fact_id>", "delete"): lambda w: (f"/v1/facts/{w.fact_id}", None),
     ("v1/facts/<str:fact_id>/revisions", "get"): lambda w: (
         f"/v1/facts/{w.fact_id}/revisions",
@@ -274,8 +276,35 @@ CALLS: dict[tuple[str, str], Call] = {
     ),
 }
 
-# Routes whose body is not plain JSON.
-MEDIA_TYPES = {("v1/facts/<str:fact_id>", "patch"): "application/merge-patch+json"}
+
+def _memory_file(w: MatrixWorld) -> str:
+    """A memory file of a fact about p-1 (`POST /v1/facts/import`'s body, as text)."""
+    from facts.memory_files import FORMAT, serialize_memory_file
+
+    scope = {"project_id": w.project_id, "participant_id": "p-1"}
+    envelope = {
+        "id": "imported-1",
+        "entityId": "imported-1",
+        "kind": "note",
+        "tags": [],
+        "links": [{"type": "about", "target": "not-in-the-import"}],
+        "created": 1,
+        "updated": 1,
+        "seq": 1,
+        "contentHash": "",
+        "provenance": {
+            "source": "human",
+            "kindmem": {"format": FORMAT, "body": "text", "scope": scope},
+        },
+    }
+    return serialize_memory_file(envelope, "imported through the matrix")
+
+
+# Routes whose body is not plain JSON (a text body is sent as it is).
+MEDIA_TYPES = {
+    ("v1/facts/<str:fact_id>", "patch"): "application/merge-patch+json",
+    ("v1/facts/import", "post"): "text/markdown",
+}
 
 # Routes whose query parameter changes what they do, called as a row of their own.
 VARIANTS = [("v1/erasures?dry_run=true", "post")]
@@ -304,6 +333,8 @@ expect("v1/docs", "get",                                   [200, 200, 200, 200, 
 expect("v1/facts", "get",                                  [200, 200, 200, 200, 200, 200, 401, 200])
 expect("v1/facts", "post",                                 [201, 403, 201, 201, 403, 403, 401, 400])
 expect("v1/facts/<str:fact_id>", "get",                    [200, 404, 200, 200, 404, 404, 401, 404])
+expect("v1/facts/export", "get",                           [200, 200, 200, 200, 200, 200, 401, 200])
+expect("v1/facts/import", "post",                          [200, 403, 200, 200, 403, 403, 401, 400])
 expect("v1/facts/<str:fact_id>", "delete",                 [200, 404, 200, 200, 404, 404, 401, 404])
 expect("v1/facts/<str:fact_id>/revisions", "get",          [200, 404, 200, 200, 404, 404, 401, 404])
 expect("v1/facts/<str:fact_id>/supersede", "post",         [201, 404, 201, 201, 404, 404, 401, 404])
@@ -366,7 +397,8 @@ def test_every_principal_gets_the_declared_status_on_every_route(settings):
                 client = APIClient()
                 kwargs: dict[str, Any] = {**world.credentials[principal]}
                 if (route, method) in MEDIA_TYPES:
-                    kwargs.update(data=json.dumps(body), content_type=MEDIA_TYPES[route, method])
+                    sent = body if isinstance(body, str) else json.dumps(body)
+                    kwargs.update(data=sent, content_type=MEDIA_TYPES[route, method])
                 elif body is not None:
                     kwargs.update(data=body, format="json")
                 response = getattr(client, method)(url, **kwargs)

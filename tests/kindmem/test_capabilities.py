@@ -52,7 +52,7 @@ def test_with_an_embedder_every_mode_answers(api, world, settings):
     }
     assert set(body["rerankers"]) == set(settings.RERANKERS_KNOWN)
     assert body["supports_link_traversal"] is True
-    assert (body["merge_patch"], body["import_files"]) == (True, False)
+    assert (body["merge_patch"], body["import_files"]) == (True, True)
 
 
 def _route_answers(api, headers, method, path, body=None):

@@ -58,6 +58,8 @@ export interface Call {
   readonly query?: object;
   /** A JSON body (sent as `application/json`, or as `contentType` when given). */
   readonly json?: unknown;
+  /** A body sent as it is (memory files: a zip's bytes, or one file's text) as `contentType`. */
+  readonly raw?: Uint8Array | string;
   readonly contentType?: string;
   /** The `Accept` header; default `application/json`. */
   readonly accept?: string;
@@ -150,8 +152,11 @@ export class Core {
       'User-Agent': USER_AGENT,
     };
     if (this.token) headers.Authorization = `Bearer ${this.token}`;
-    let body: string | undefined;
-    if (call.json !== undefined) {
+    let body: string | Uint8Array | undefined;
+    if (call.raw !== undefined) {
+      body = call.raw;
+      headers['Content-Type'] = call.contentType ?? 'application/octet-stream';
+    } else if (call.json !== undefined) {
       body = JSON.stringify(call.json);
       headers['Content-Type'] = call.contentType ?? 'application/json';
     }
@@ -176,7 +181,7 @@ export class Core {
     url: string,
     method: string,
     headers: Record<string, string>,
-    body: string | undefined,
+    body: string | Uint8Array | undefined,
     callerSignals: AbortSignal[],
     timeoutMs: number,
   ): Promise<Answer> {

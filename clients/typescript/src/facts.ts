@@ -5,6 +5,7 @@ import { Runs } from './runs.js';
 import type {
   BodyOf,
   Fact,
+  FactImport,
   FactList,
   FactSearch,
   FactWrite,
@@ -38,6 +39,33 @@ export class Facts extends Runs {
       yield* page.facts;
       cursor = page.next_cursor;
     } while (cursor);
+  }
+
+  /**
+   * Every fact `listFacts` would list with these filters, as the bytes of a zip of memory files
+   * (`facts/<id>.md`, the 003 seed's format); `ValidationError` when more match than one import
+   * takes (KINDMEM_MEMORY_FILES_MAX): narrow it.
+   */
+  async exportFacts(
+    query: QueryOf<'/v1/facts/export', 'get'> = {},
+    options?: RequestOptions,
+  ): Promise<Uint8Array> {
+    const call = { query, accept: '*/*' }; // the zip, or an error's JSON
+    return (await this.request('GET', '/v1/facts/export', call, options)).bytes;
+  }
+
+  /**
+   * Write memory files as facts, as this credential: a zip of `facts/<id>.md` (bytes), or one
+   * memory file (a string). Each file's outcome and its fact here; the scope keys given replace
+   * the files' own. All or nothing: `ValidationError` names the file and the field.
+   */
+  importFacts(
+    files: Uint8Array | string,
+    query: QueryOf<'/v1/facts/import', 'post'> = {},
+    options?: RequestOptions,
+  ): Promise<FactImport> {
+    const contentType = typeof files === 'string' ? 'text/markdown' : 'application/zip';
+    return this.json('POST', '/v1/facts/import', { query, raw: files, contentType }, options);
   }
 
   /** Keyword, semantic or hybrid (the default) search of the facts it may read. */

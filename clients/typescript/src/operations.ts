@@ -16,6 +16,8 @@ export const OPERATIONS: Readonly<Record<string, Method>> = {
   'GET /v1/facts': 'listFacts',
   'POST /v1/facts': 'createFact',
   'POST /v1/facts/search': 'searchFacts',
+  'GET /v1/facts/export': 'exportFacts',
+  'POST /v1/facts/import': 'importFacts',
   'GET /v1/facts/{fact_id}': 'getFact',
   'DELETE /v1/facts/{fact_id}': 'deleteFact',
   'GET /v1/facts/{fact_id}/revisions': 'factRevisions',

@@ -374,6 +374,46 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/facts/export": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * @description Every fact `GET /v1/facts` lists with the same filters (the guard before anything), as
+         *     a zip of memory files, at most KINDMEM_MEMORY_FILES_MAX (so that it imports whole).
+         */
+        get: operations["facts_export"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/facts/import": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * @description Per file: `created`, `unchanged` (its content is there already) or `superseded`,
+         *     and the fact it is here; links between the imported facts made, others dropped.
+         */
+        post: operations["facts_import"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/facts/search": {
         parameters: {
             query?: never;
@@ -912,6 +952,10 @@ export interface components {
             key?: string | null;
             tags?: string[];
         };
+        FactImportOutput: {
+            files: components["schemas"]["FileImportedOutput"][];
+            links: components["schemas"]["LinkImportedOutput"][];
+        };
         FactListOutput: {
             facts: components["schemas"]["FactOutput"][];
             next_cursor: string | null;
@@ -1036,6 +1080,30 @@ export interface components {
          * @enum {string}
          */
         FactWriteOutputOutcomeEnum: "created" | "superseded" | "verified" | "unchanged" | "deleted";
+        FileImportedOutput: {
+            /** @description The file's name in the archive (`<id>.md` alone). */
+            file: string;
+            /** @description The file's own id (its envelope's). */
+            id: string;
+            outcome: components["schemas"]["FileImportedOutputOutcomeEnum"];
+            /**
+             * Format: uuid
+             * @description The fact it is in this tenant.
+             */
+            fact_id: string;
+            /** Format: uuid */
+            revision_id: string;
+            /** Format: uuid */
+            approval_id: string | null;
+            review: components["schemas"]["ReviewReasonsOutput"] | null;
+        };
+        /**
+         * @description * `created` - created
+         *     * `unchanged` - unchanged
+         *     * `superseded` - superseded
+         * @enum {string}
+         */
+        FileImportedOutputOutcomeEnum: "created" | "unchanged" | "superseded";
         FindingOutput: {
             reason: string;
             rule: string;
@@ -1077,6 +1145,35 @@ export interface components {
             created: boolean;
             link: components["schemas"]["LinkOutput"];
         };
+        LinkImportedOutput: {
+            /** @description The file whose `links` asked for it. */
+            file: string;
+            type: string;
+            /** @description The target's id in the files. */
+            target: string;
+            outcome: components["schemas"]["LinkImportedOutputOutcomeEnum"];
+            /**
+             * @description Why it was dropped.
+             *
+             *     * `target-not-imported` - target-not-imported
+             *     * `waits-for-review` - waits-for-review
+             *     * `not-readable` - not-readable
+             */
+            reason: (components["schemas"]["ReasonEnum"] | components["schemas"]["NullEnum"]) | null;
+            /** Format: uuid */
+            link_id: string | null;
+            /** Format: uuid */
+            source_fact_id: string | null;
+            /** Format: uuid */
+            target_fact_id: string | null;
+        };
+        /**
+         * @description * `created` - created
+         *     * `unchanged` - unchanged
+         *     * `dropped` - dropped
+         * @enum {string}
+         */
+        LinkImportedOutputOutcomeEnum: "created" | "unchanged" | "dropped";
         LinkOutput: {
             /** Format: uuid */
             id: string;
@@ -1228,6 +1325,13 @@ export interface components {
             thread_ids: string[];
             on_behalf_of_project_ids: string[];
         };
+        /**
+         * @description * `target-not-imported` - target-not-imported
+         *     * `waits-for-review` - waits-for-review
+         *     * `not-readable` - not-readable
+         * @enum {string}
+         */
+        ReasonEnum: "target-not-imported" | "waits-for-review" | "not-readable";
         /**
          * @description * `wide-scope` - wide-scope
          *     * `instruction-like` - instruction-like
@@ -4921,6 +5025,274 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description rate-limited (see Retry-After) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description headers-too-large: a header, or the number of headers, is over the limit */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description embedding-unavailable, or unavailable: the database is saturated or out of reach (see Retry-After) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    facts_export: {
+        parameters: {
+            query?: {
+                as_of?: string;
+                /** @description The slot key (`key` of a write): exact match. */
+                key?: string;
+                org_id?: string;
+                participant_id?: string;
+                project_id?: string;
+                session_id?: string;
+                tag?: string;
+                thread_id?: string;
+                type?: string;
+                user_id?: string;
+                valid_at?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description `facts/<id>.md` per fact: `---`, the seed's IMemoryEnvelope as YAML, `---`, the content (README: Memory files). */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/zip": string;
+                };
+            };
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOutput"];
+                };
+            };
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOutput"];
+                };
+            };
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOutput"];
+                };
+            };
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOutput"];
+                };
+            };
+            /** @description method-not-allowed */
+            405: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOutput"];
+                };
+            };
+            /** @description request-too-large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description uri-too-long: the request line is over the web server's limit */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unsupported-media-type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description rate-limited (see Retry-After) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description headers-too-large: a header, or the number of headers, is over the limit */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description embedding-unavailable, or unavailable: the database is saturated or out of reach (see Retry-After) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    facts_import: {
+        parameters: {
+            query?: {
+                org_id?: string;
+                participant_id?: string;
+                project_id?: string;
+                session_id?: string;
+                thread_id?: string;
+                user_id?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/zip": string;
+                "text/markdown": string;
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["FactImportOutput"];
+                };
+            };
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOutput"];
+                };
+            };
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOutput"];
+                };
+            };
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOutput"];
+                };
+            };
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOutput"];
+                };
+            };
+            /** @description method-not-allowed */
+            405: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOutput"];
+                };
+            };
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOutput"];
+                };
+            };
+            /** @description uri-too-long: the request line is over the web server's limit */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOutput"];
                 };
             };
             /** @description rate-limited (see Retry-After) */

@@ -54,6 +54,7 @@ export type SearchHit = Schemas['SearchHitOutput'];
 export type RevisionList = Schemas['RevisionListOutput'];
 export type LinkCreate = Schemas['LinkCreateOutput'];
 export type LinkChange = Schemas['LinkChangeOutput'];
+export type FactImport = Schemas['FactImportOutput'];
 export type LinkTraversal = Schemas['LinkTraversalOutput'];
 export type Remember = Schemas['RememberOutput'];
 export type Approval = Schemas['ApprovalOutput'];

@@ -35,6 +35,8 @@ const SAMPLES: Record<string, unknown[]> = {
   listFacts: [{ type: 't', limit: 5 }],
   createFact: [{ type: 't', content: { text: 'x' } }],
   searchFacts: [{ query: 'tea' }],
+  exportFacts: [{ type: 't' }],
+  importFacts: ['---\nid: x\n---\nbody\n'],
   getFact: [FACT],
   deleteFact: [FACT],
   factRevisions: [FACT],

@@ -173,6 +173,31 @@ describe("an agent's calls", () => {
   });
 });
 
+describe('memory files', () => {
+  test('facts exported as memory files import again, once: the same files a second time write nothing', async () => {
+    // given a fact of the project, written by the app
+    const app = appClient();
+    const tag = person('files');
+    const written = await app.createFact({
+      type: 'note',
+      content: { text: `exported ${tag}` },
+      scope: { project_id: live().project },
+      tags: [tag],
+    });
+    // when its memory files are exported, as a zip, and imported back
+    const zip = await app.exportFacts({ tag });
+    assert.deepEqual([...zip.subarray(0, 2)], [0x50, 0x4b]); // "PK": a zip archive
+    const imported = await app.importFacts(zip);
+    // then the import recognises the fact it repeats and writes nothing new
+    assert.deepEqual(
+      imported.files.map((f) => [f.outcome, f.fact_id]),
+      [['unchanged', written.fact.id]],
+    );
+    // and one memory file, as text, is refused whole with the file and its field named
+    await assert.rejects(app.importFacts('---\nid: broken\n---\nno envelope\n'), ValidationError);
+  });
+});
+
 describe('review, privacy and audit', () => {
   test('a wide-scope memory waits for review; approved, it is read; a second decision is a Conflict', async () => {
     const { agent } = await mint(person('cust'));

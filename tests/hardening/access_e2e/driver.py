@@ -17,6 +17,7 @@ from tests.hardening.access_e2e.model import WORDS, Cred, FactM, TenantM, json_b
 # The routes whose every call leaves one audit event: (method, route name).
 AUDITED = {
     ("GET", "facts"),
+    ("GET", "facts-export"),
     ("POST", "facts"),
     ("GET", "fact"),
     ("DELETE", "fact"),

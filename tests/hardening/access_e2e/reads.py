@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import io
+import zipfile
 from typing import Any
 
 from django.utils import timezone
 
+from facts.memory_files import parse_memory_file
 from kindmem.access import readers_for
 from tests.hardening.access_e2e.driver import Driver
 from tests.hardening.access_e2e.model import (
@@ -19,6 +22,7 @@ from tests.hardening.access_e2e.model import (
     FactM,
     TenantM,
 )
+from tests.oracles import memory_file_problems
 
 
 class Reads(Driver):
@@ -110,6 +114,37 @@ class Reads(Driver):
                 {k: v for k, v in want.items() if k in in_project},
                 narrowed,
             )
+
+    def read_export(self, cred: Cred) -> None:
+        """`GET /v1/facts/export`: the list's facts, each at its live revision, as memory files
+        the seed's rules accept; narrowed to a project as the list is."""
+        t = cred.tenant
+        universe = len(self.all_facts())
+        want = {}
+        for fact in t.facts:
+            live = t.visible(fact, cred.readers)
+            if live is not None:
+                want[fact.id] = live.id
+        project = self.rng.choice(sorted(t.projects))
+        in_project = {f.id for f in t.facts if f.scope.get("project_id") == project}
+        for params, expected in (
+            ({}, want),
+            ({"project_id": project}, {k: v for k, v in want.items() if k in in_project}),
+        ):
+            response = self.call(cred, "GET", "facts-export", "/v1/facts/export", params)
+            if not self.status("export-files", cred, response, 200, "exports its facts"):
+                return
+            archive = zipfile.ZipFile(io.BytesIO(response.content))
+            got = {}
+            for name in archive.namelist():
+                stem = name.removeprefix("facts/").removesuffix(".md")
+                text = archive.read(name).decode()
+                problems = memory_file_problems(text, stem)
+                self.check("export-files", not problems, f"{cred.name} {name}: {problems}")
+                if not problems:
+                    envelope = parse_memory_file(text, stem=stem).envelope
+                    got[stem] = envelope["provenance"]["kindmem"]["revision"]["id"]
+            self.compare("export-files", cred, universe, expected, got)
 
     def sample_facts(self, cred: Cred) -> list[FactM]:
         """Of each kind of fact this credential meets, a few: readable (with history first),
@@ -432,6 +467,7 @@ class Reads(Driver):
     def reads(self, cred: Cred) -> None:
         self.read_me(cred)
         self.read_list(cred)
+        self.read_export(cred)
         self.read_detail_and_history(cred)
         self.read_links(cred)
         self.read_search(cred)

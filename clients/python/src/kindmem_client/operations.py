@@ -13,6 +13,8 @@ OPERATIONS: dict[tuple[str, str], str] = {
     ("GET", "/v1/facts"): "list_facts",
     ("POST", "/v1/facts"): "create_fact",
     ("POST", "/v1/facts/search"): "search_facts",
+    ("GET", "/v1/facts/export"): "export_facts",
+    ("POST", "/v1/facts/import"): "import_facts",
     ("GET", "/v1/facts/{fact_id}"): "get_fact",
     ("DELETE", "/v1/facts/{fact_id}"): "delete_fact",
     ("GET", "/v1/facts/{fact_id}/revisions"): "fact_revisions",

@@ -40,6 +40,7 @@ __all__ = [
     "ExtractionState",
     "Fact",
     "FactCreateInput",
+    "FactImport",
     "FactList",
     "FactSearch",
     "FactSearchInput",
@@ -48,6 +49,8 @@ __all__ = [
     "FactVerifyInput",
     "FactWrite",
     "FactWriteOutputOutcomeEnum",
+    "FileImported",
+    "FileImportedOutputOutcomeEnum",
     "Finding",
     "HeldItem",
     "KindE16Enum",
@@ -55,6 +58,8 @@ __all__ = [
     "LinkChange",
     "LinkCreate",
     "LinkCreateInput",
+    "LinkImported",
+    "LinkImportedOutputOutcomeEnum",
     "LinkTraversal",
     "LogAppendInput",
     "LogAppendInputKindEnum",
@@ -71,6 +76,7 @@ __all__ = [
     "PhaseEnum",
     "Reached",
     "Readers",
+    "ReasonEnum",
     "ReasonsEnum",
     "Recall",
     "RecallHit",
@@ -431,6 +437,11 @@ class FactCreateInput(TypedDict):
     tags: NotRequired[list[str]]
 
 
+class FactImport(TypedDict):
+    files: list[FileImported]
+    links: list[LinkImported]
+
+
 class FactList(TypedDict):
     facts: list[Fact]
     next_cursor: str | None
@@ -485,6 +496,19 @@ class FactWrite(TypedDict):
 FactWriteOutputOutcomeEnum = Literal["created", "superseded", "verified", "unchanged", "deleted"]
 
 
+class FileImported(TypedDict):
+    file: str
+    id: str
+    outcome: FileImportedOutputOutcomeEnum
+    fact_id: str
+    revision_id: str
+    approval_id: str | None
+    review: ReviewReasons | None
+
+
+FileImportedOutputOutcomeEnum = Literal["created", "unchanged", "superseded"]
+
+
 class Finding(TypedDict):
     reason: str
     rule: str
@@ -535,6 +559,20 @@ class LinkCreateInput(TypedDict):
     provenance: NotRequired[Any]
     valid_at: NotRequired[str | None]
     invalid_at: NotRequired[str | None]
+
+
+class LinkImported(TypedDict):
+    file: str
+    type: str
+    target: str
+    outcome: LinkImportedOutputOutcomeEnum
+    reason: ReasonEnum | None
+    link_id: str | None
+    source_fact_id: str | None
+    target_fact_id: str | None
+
+
+LinkImportedOutputOutcomeEnum = Literal["created", "unchanged", "dropped"]
 
 
 class LinkTraversal(TypedDict):
@@ -647,6 +685,9 @@ class Readers(TypedDict):
     participant_ids: list[str]
     thread_ids: list[str]
     on_behalf_of_project_ids: list[str]
+
+
+ReasonEnum = Literal["target-not-imported", "waits-for-review", "not-readable"]
 
 
 ReasonsEnum = Literal[

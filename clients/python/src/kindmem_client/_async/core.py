@@ -57,13 +57,17 @@ class AsyncCore:
         params: Mapping[str, str] | None = None,
         json: Any = None,
         media_type: str | None = None,
+        content: bytes | None = None,
     ) -> httpx.Response:
         """Send one request with this client's credential (its JSON body as `media_type` when
-        given, e.g. a merge patch); retry a 429 as `retry` allows; raise the typed exception for
-        an error answer."""
+        given, e.g. a merge patch; or `content`, bytes sent as they are, as `media_type`); retry
+        a 429 as `retry` allows; raise the typed exception for an error answer."""
         headers = auth_headers(self.token)
         sent: dict[str, Any] = {"json": json}
-        if media_type is not None:
+        if content is not None:
+            sent = {"content": content}
+            headers = {**headers, "Content-Type": media_type or "application/octet-stream"}
+        elif media_type is not None:
             sent = {"content": json_dumps(json).encode()}
             headers = {**headers, "Content-Type": media_type}
         attempt = 0

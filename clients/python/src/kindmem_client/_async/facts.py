@@ -9,6 +9,7 @@ from kindmem_client._async.core import AsyncCore
 from kindmem_client._base import Id, When, body, jsonable, query_params, segment
 from kindmem_client.types import (
     Fact,
+    FactImport,
     FactList,
     FactSearch,
     FactWrite,
@@ -133,6 +134,75 @@ class AsyncFacts(AsyncCore):
             cursor = page["next_cursor"]
             if cursor is None:
                 return
+
+    async def export_facts(
+        self,
+        *,
+        type: str | None = None,
+        key: str | None = None,
+        org_id: Id | None = None,
+        project_id: Id | None = None,
+        user_id: Id | None = None,
+        participant_id: str | None = None,
+        thread_id: str | None = None,
+        session_id: str | None = None,
+        tag: str | None = None,
+        valid_at: When | None = None,
+        as_of: When | None = None,
+    ) -> bytes:
+        """Every fact `list_facts` would list with these filters, as the bytes of a zip of
+        memory files (`facts/<id>.md`, the 003 seed's format); `ValidationError` when more
+        match than one import takes (KINDMEM_MEMORY_FILES_MAX): narrow it."""
+        params = query_params(
+            type=type,
+            key=key,
+            org_id=org_id,
+            project_id=project_id,
+            user_id=user_id,
+            participant_id=participant_id,
+            thread_id=thread_id,
+            session_id=session_id,
+            tag=tag,
+            valid_at=valid_at,
+            as_of=as_of,
+        )
+        response = await self.request("GET", "/v1/facts/export", params=params)
+        return response.content
+
+    async def import_facts(
+        self,
+        files: bytes | str,
+        *,
+        media_type: Literal["application/zip", "text/markdown"] | None = None,
+        org_id: Id | None = None,
+        project_id: Id | None = None,
+        user_id: Id | None = None,
+        participant_id: str | None = None,
+        thread_id: str | None = None,
+        session_id: str | None = None,
+    ) -> FactImport:
+        """Write memory files as facts, as this credential: a zip of `facts/<id>.md` (bytes), or
+        one memory file (a str). Each file's outcome (`created`, `unchanged`, `superseded`) and
+        its fact here; the scope keys given replace the files' own. All or nothing:
+        `ValidationError` names the file and the field."""
+        if media_type is None:
+            media_type = "text/markdown" if isinstance(files, str) else "application/zip"
+        params = query_params(
+            org_id=org_id,
+            project_id=project_id,
+            user_id=user_id,
+            participant_id=participant_id,
+            thread_id=thread_id,
+            session_id=session_id,
+        )
+        response = await self.request(
+            "POST",
+            "/v1/facts/import",
+            params=params,
+            content=files.encode() if isinstance(files, str) else files,
+            media_type=media_type,
+        )
+        return cast(FactImport, response.json())
 
     async def search_facts(
         self,
