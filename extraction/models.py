@@ -254,5 +254,8 @@ class ExtractionSettings(models.Model):
         "appended batch of messages.",
     )
 
+    class Meta:
+        verbose_name = verbose_name_plural = "extraction settings"
+
     def __str__(self) -> str:
         return f"extraction settings of {self.tenant_id}"
