@@ -18,8 +18,9 @@ valid, and what it may read, is decided by the route each tool calls: `tools/lis
 bearer, a tool call with a bad one is an `unauthenticated` tool error.
 
 Tools (Mem0's names where one fits): capabilities, remember, search_memories, get_memory,
-list_memories, memory_history, update_memory, patch_memory, delete_memory, recall,
-append_messages, extract_memories, extractions, and, for a reviewer's or tenant admin's key,
+list_memories, memory_history, update_memory, patch_memory, delete_memory, link_memories,
+memory_links, update_link, delete_link, import_memory_file, recall, append_messages,
+extract_memories, extractions, and, for a reviewer's or tenant admin's key,
 list_pending_approvals and decide_approval (any other credential gets `forbidden`, as from the
 REST route).
 """
@@ -110,18 +111,23 @@ async def rest(
     params: dict[str, Any] | None = None,
     body: dict[str, Any] | None = None,
     content_type: str = "application/json",
+    raw: str | None = None,
 ) -> CallToolResult:
     """Call a kindmem REST route in-process with this MCP request's credential: its JSON as
-    the tool's structured output, or its error body as a tool error (`is_error`)."""
+    the tool's structured output, or its error body as a tool error (`is_error`). The body is
+    `body` as JSON, or `raw` text as it is (a memory file), as `content_type`."""
     incoming = ctx.headers or {}
     query = urlencode({k: _text(v) for k, v in (params or {}).items() if v is not None})
     if body is not None and content_type == "application/json":
         body = _drop_none(body)  # an argument left out; in a merge patch, null deletes a key
-    payload = b"" if body is None else json.dumps(body).encode()
+    if raw is not None:
+        payload = raw.encode()
+    else:
+        payload = b"" if body is None else json.dumps(body).encode()
     headers = [(b"host", incoming.get("host", "localhost").encode("latin-1"))]
     if "authorization" in incoming:
         headers.append((b"authorization", incoming["authorization"].encode("latin-1")))
-    if body is not None:
+    if body is not None or raw is not None:
         headers += [
             (b"content-type", content_type.encode()),
             (b"content-length", str(len(payload)).encode()),
@@ -354,6 +360,85 @@ async def patch_memory(
 async def delete_memory(ctx: Context, memory_id: MemoryId) -> Result:
     """Delete a memory (`retention-violation` where retention forbids it)."""
     return await rest(ctx, "DELETE", f"/v1/facts/{_segment(memory_id)}")
+
+
+LinkId = Annotated[str, Field(description="The link's id (as `link_memories` returned it).")]
+
+
+@server.tool(title="Link two memories", annotations=REPLAYABLE_ADD)
+async def link_memories(
+    ctx: Context,
+    memory_id: MemoryId,
+    target: Annotated[str, Field(description="The memory linked to (a fact id it may read).")],
+    type: Annotated[str, Field(description="The relation, e.g. `related`, `about`.")],
+    confidence: Annotated[float | None, Field(ge=0, le=1)] = None,
+) -> Result:
+    """Link a memory to another (the same link again changes nothing)."""
+    body = {"target": target, "type": type, "confidence": confidence}
+    return await rest(ctx, "POST", f"/v1/facts/{_segment(memory_id)}/links", body=body)
+
+
+@server.tool(title="Follow a memory's links", annotations=READ)
+async def memory_links(
+    ctx: Context,
+    memory_id: MemoryId,
+    hops: Annotated[int, Field(ge=1, le=5, description="How far to follow.")] = 1,
+    direction: Literal["out", "in"] = "out",
+    order: Literal["nearest", "recency"] = "nearest",
+    limit: Annotated[int | None, Field(ge=1, le=200)] = None,
+) -> Result:
+    """The memories reached along links (only links valid now, only memories it may read)."""
+    params = {"hops": hops, "direction": direction, "order": order, "limit": limit}
+    return await rest(ctx, "GET", f"/v1/facts/{_segment(memory_id)}/links", params=params)
+
+
+@server.tool(title="Update a link", annotations=CHANGE)
+async def update_link(
+    ctx: Context,
+    memory_id: MemoryId,
+    link_id: LinkId,
+    changes: Annotated[
+        dict[str, Any],
+        Field(
+            description="Any of confidence, provenance, valid_at, invalid_at (from then on the"
+            " link is not followed); null clears one."
+        ),
+    ],
+) -> Result:
+    """Change a link's confidence, provenance or validity."""
+    path = f"/v1/facts/{_segment(memory_id)}/links/{_segment(link_id)}"
+    return await rest(ctx, "PATCH", path, body=changes, content_type="application/merge-patch+json")
+
+
+@server.tool(title="Remove a link", annotations=REMOVE)
+async def delete_link(ctx: Context, memory_id: MemoryId, link_id: LinkId) -> Result:
+    """Remove a link between memories (the memories stay)."""
+    path = f"/v1/facts/{_segment(memory_id)}/links/{_segment(link_id)}"
+    return await rest(ctx, "DELETE", path)
+
+
+@server.tool(title="Import a memory file", annotations=REPLAYABLE_ADD)
+async def import_memory_file(
+    ctx: Context,
+    file: Annotated[
+        str,
+        Field(
+            description="One memory file in the 003 seed's format: `---`, its YAML envelope,"
+            " `---`, the content (as `GET /v1/facts/export` writes them)."
+        ),
+    ],
+    scope: Scope_ = None,
+) -> Result:
+    """Write a memory file as a memory, as this credential (importing it again changes
+    nothing). A zip of many, and the export (a zip), are REST's: `/v1/facts/import|export`."""
+    return await rest(
+        ctx,
+        "POST",
+        "/v1/facts/import",
+        params=scope or {},
+        raw=file,
+        content_type="text/markdown",
+    )
 
 
 @server.tool(title="Recall conversations", annotations=READ)

@@ -30,6 +30,11 @@ TOOLS = {
     "update_memory",
     "patch_memory",
     "delete_memory",
+    "link_memories",
+    "memory_links",
+    "update_link",
+    "delete_link",
+    "import_memory_file",
     "recall",
     "append_messages",
     "extract_memories",
@@ -43,11 +48,19 @@ READ_ONLY = {
     "get_memory",
     "list_memories",
     "memory_history",
+    "memory_links",
     "recall",
     "extractions",
     "list_pending_approvals",
 }
-DESTRUCTIVE = {"update_memory", "patch_memory", "delete_memory", "decide_approval"}
+DESTRUCTIVE = {
+    "update_memory",
+    "patch_memory",
+    "delete_memory",
+    "update_link",
+    "delete_link",
+    "decide_approval",
+}
 
 
 @asynccontextmanager
@@ -365,3 +378,79 @@ def test_an_agent_patches_a_memory_over_mcp_nulls_included(tenant: Tenant, serve
     assert seen["patched"]["fact"]["version"] == 2
     assert seen["stale"]["error"]["code"] == "conflict"
     assert seen["foreign"]["error"]["code"] == "fact-not-found"
+
+
+def test_an_agent_links_follows_ends_removes_and_imports_over_mcp(
+    tenant: Tenant, server: str
+) -> None:
+    import io
+    import zipfile
+
+    from facts import services as fact_services
+
+    # given two memories about the run's person
+    scope = {"project_id": str(tenant.project.id), "participant_id": "p-a"}
+    a, b = (
+        str(
+            fact_services.fact_create(
+                principal=tenant.admin.principal, type="profile", content={"text": t}, scope=scope
+            ).revision.fact_id
+        )
+        for t in ("lives in Porto", "works in Braga")
+    )
+
+    @async_to_sync
+    async def scenario() -> dict[str, Any]:
+        seen: dict[str, Any] = {}
+        async with mcp_client(server, tenant.run_a.token) as agent:
+            linked = outcome(
+                await agent.call_tool(
+                    "link_memories", {"memory_id": a, "target": b, "type": "related"}
+                )
+            )
+            link_id = linked["link"]["id"]
+            seen["followed"] = outcome(await agent.call_tool("memory_links", {"memory_id": a}))
+            seen["ended"] = outcome(
+                await agent.call_tool(
+                    "update_link",
+                    {
+                        "memory_id": a,
+                        "link_id": link_id,
+                        "changes": {"invalid_at": "2020-01-01T00:00:00Z", "confidence": None},
+                    },
+                )
+            )
+            seen["after_end"] = outcome(await agent.call_tool("memory_links", {"memory_id": a}))
+            seen["removed"] = outcome(
+                await agent.call_tool("delete_link", {"memory_id": a, "link_id": link_id})
+            )
+            seen["again"] = outcome(
+                await agent.call_tool("delete_link", {"memory_id": a, "link_id": link_id})
+            )
+        async with mcp_client(server, tenant.admin.token) as admin:
+            seen["imported"] = outcome(
+                await admin.call_tool("import_memory_file", {"file": seen_file})
+            )
+            seen["broken"] = outcome(
+                await admin.call_tool("import_memory_file", {"file": "---\nid: x\n---\nno\n"})
+            )
+        return seen
+
+    # and a memory file of fact a, as the REST export writes it
+    exported = httpx2.get(
+        f"{server}/v1/facts/export",
+        headers={"Authorization": f"Bearer {tenant.admin.token}"},
+        timeout=30,
+    )
+    assert exported.status_code == 200, exported.text
+    seen_file = zipfile.ZipFile(io.BytesIO(exported.content)).read(f"facts/{a}.md").decode()
+    seen = scenario()
+    assert [r["fact"]["id"] for r in seen["followed"]["reached"]] == [b]
+    assert seen["ended"]["link"]["invalid_at"] == "2020-01-01T00:00:00Z"
+    assert seen["ended"]["link"]["confidence"] is None
+    assert seen["after_end"]["reached"] == []
+    assert seen["removed"]["link"]["target"] == b
+    assert seen["again"]["error"]["code"] == "fact-not-found"
+    assert [f["outcome"] for f in seen["imported"]["files"]] == ["unchanged"]
+    assert seen["imported"]["files"][0]["fact_id"] == a
+    assert seen["broken"]["error"]["code"] == "validation-error"
