@@ -96,6 +96,16 @@ NOT_YET_DISTRIBUTABLE: dict[str, str] = {
     " credential lookup reads.",
     "kindmem_run.kindmem_run_token_prefix_key": "unique (tenant_id, token_prefix), new run tokens"
     " carrying their tenant, so that finding one's row never crosses shards.",
+    # extraction (session 9): the same shape as every other app's, the same plan
+    "extraction_conversationextraction.pkey": "primary key (tenant_id, id).",
+    "extraction_conversationextraction.extraction_conversationextraction_conversation_id_key": (
+        "unique (tenant_id, conversation_id): the one-to-one field becomes a foreign key with a"
+        " unique constraint on both columns."
+    ),
+    "extraction_extractiondecision.pkey": "primary key (tenant_id, id).",
+    "extraction_extractionjob.pkey": "primary key (tenant_id, id), with the decisions' key.",
+    "extraction_extractionsettings.pkey": "primary key (tenant_id, id).",
+    "extraction_extractionusage.pkey": "primary key (tenant_id, id).",
 }
 
 # "table.<column(s)>" of a foreign key to a distributed table that does not join on tenant_id
@@ -140,6 +150,18 @@ FOREIGN_KEYS_NOT_YET_DISTRIBUTABLE: dict[str, str] = {
     "approvals_approval.agent_id": "(tenant_id, agent_id) -> kindmem_agent (tenant_id, id).",
     "approvals_approval.project_id": "(tenant_id, project_id) -> kindmem_project (tenant_id, id).",
     "approvals_approval.run_id": "(tenant_id, run_id) -> kindmem_run (tenant_id, id).",
+    "extraction_conversationextraction.conversation_id": "(tenant_id, conversation_id) ->"
+    " recall_conversation (tenant_id, id).",
+    "extraction_extractiondecision.conversation_id": "(tenant_id, conversation_id) ->"
+    " recall_conversation (tenant_id, id).",
+    "extraction_extractiondecision.job_id": "(tenant_id, job_id) -> extraction_extractionjob"
+    " (tenant_id, id).",
+    "extraction_extractionjob.agent_id": "(tenant_id, agent_id) -> kindmem_agent (tenant_id, id).",
+    "extraction_extractionjob.conversation_id": "(tenant_id, conversation_id) ->"
+    " recall_conversation (tenant_id, id).",
+    "extraction_extractionjob.run_id": "(tenant_id, run_id) -> kindmem_run (tenant_id, id).",
+    "extraction_extractionusage.agent_id": "(tenant_id, agent_id) -> kindmem_agent"
+    " (tenant_id, id).",
 }
 
 

@@ -90,6 +90,9 @@ def populate(api: APIClient, world: Any, marker: str) -> Populated:
         format="json",
         **factories.user_key_create(reviewer).headers,
     )
+    # an extraction of the conversation: its job, a decision, the watermark, the day's meter
+    # and the tenant's settings (written as the extraction app writes them)
+    extraction_rows_create(tenant, run.run, marker)
     # audit events (reads), policies, a sweep report
     api.get("/v1/facts", **world.app.headers)
     factories.retention_policy_create(tenant, "preference", keep_days=30)
@@ -116,6 +119,57 @@ def populate(api: APIClient, world: Any, marker: str) -> Populated:
         reviewer=reviewer,
     )
     return Populated(world=world, marker=marker, staff=staff, facts=planted.fact_ids)
+
+
+def extraction_rows_create(tenant: Any, run: Any, marker: str) -> None:
+    import uuid
+
+    from django.utils import timezone
+
+    from extraction.models import (
+        ConversationExtraction,
+        ExtractionDecision,
+        ExtractionJob,
+        ExtractionSettings,
+        ExtractionUsage,
+    )
+    from recall.models import Conversation
+
+    conversation = Conversation.objects.filter(tenant=tenant).order_by("pk").first()
+    assert conversation is not None, "plant_person() writes a conversation"
+    job = ExtractionJob.objects.create(
+        tenant=tenant,
+        conversation=conversation,
+        run=run,
+        agent=run.agent,
+        first_sequence=1,
+        last_sequence=3,
+        status="applied",
+        requested_by=f"app:{marker}",
+        model=f"model-{marker}",
+    )
+    ExtractionDecision.objects.create(
+        tenant=tenant,
+        job=job,
+        conversation=conversation,
+        first_sequence=1,
+        last_sequence=3,
+        index=0,
+        action="add",
+        type="preference",
+        text=f"{marker} likes tea",
+        cited=[1],
+        outcome="created",
+        fact_id=uuid.uuid4(),
+        revision_id=uuid.uuid4(),
+    )
+    ConversationExtraction.objects.create(
+        tenant=tenant, conversation=conversation, extracted_through=3
+    )
+    ExtractionUsage.objects.create(
+        tenant=tenant, agent=run.agent, day=timezone.now().date(), calls=1, tokens_in=10
+    )
+    ExtractionSettings.objects.create(tenant=tenant)
 
 
 @dataclass
