@@ -14,11 +14,18 @@ credential acts for (its readers, derived here from the memberships and the runs
 not from `readers_for`), every revision's state. Then every credential of both tenants reads
 through every read route (`/v1/me`, facts list with cursors, detail, revisions, links, search
 in its three modes, recall in its three modes, conversations' messages, approvals, run logs
-and their verification,
-subject access exports, audit) and each answer is compared with what the Python references
-of the seed (`tests/oracles.py`) and DESIGN rule 3 allow: only current, approved, unexpired
-revisions, of facts the guard lets through, nothing about a held person, nothing of another
-tenant, a 404 (never a 403 with content) for what may not be read.
+and their verification, subject access exports, audit, a conversation's extraction and the job
+it queues) and each answer is compared with what the Python references of the seed
+(`tests/oracles.py`) and DESIGN rule 3 allow: only current, approved, unexpired revisions, of
+facts the guard lets through, nothing about a held person, nothing of another tenant, a 404
+(never a 403 with content) for what may not be read.
+
+Extraction runs for real: kindmem's chat model is a scripted OpenAI-compatible server on
+127.0.0.1 (tests/extraction/chat_server.py), so `POST /v1/conversations/{id}/extract` gets past
+`extraction-unavailable` to the guard, the holds and the job it queues, and the worker's task
+then shows that server what the job's run may read (compared with the model as any read is).
+An unconfigured model would answer 503 to every credential allowed to ask and test no more
+than the role check.
 
 Every (item, credential) comparison is counted (`PAIRS`), per route; a disagreement is
 collected, not raised, so that a failure lists all of them. Run with `-s` to see the counts;
@@ -31,14 +38,18 @@ from __future__ import annotations
 import os
 import time
 from collections import Counter
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from rest_framework.test import APIClient
 
+from extraction.provider import _configured
 from tests.conftest import World
+from tests.extraction.chat_server import ChatServer, chat_server_running
 from tests.hardening.access_e2e.audit import Audit
 from tests.hardening.access_e2e.exports import Exports
+from tests.hardening.access_e2e.extractions import Extractions
 from tests.hardening.access_e2e.model import revision_state
 from tests.hardening.access_e2e.reads import Reads
 from tests.hardening.access_e2e.states import StatesApply
@@ -52,8 +63,18 @@ MIN_PAIRS = 10_000  # per seed, i.e. per CI run at least this many (item, creden
 PAIRS: dict[int, Counter[str]] = {}  # seed -> route -> (item, credential) pairs compared
 
 
-class E2E(TenantsBuild, FactsWrite, StatesApply, Reads, Exports, Audit):
+class E2E(TenantsBuild, FactsWrite, StatesApply, Reads, Exports, Extractions, Audit):
     """Builds the world through the API, keeps the model, and compares every read."""
+
+
+@pytest.fixture
+def scripted_llm(settings: Any) -> Iterator[ChatServer]:
+    """kindmem's chat model: the scripted server, answering "nothing to remember"."""
+    with chat_server_running() as chat:
+        settings.LLM_URL, settings.LLM_MODEL, settings.LLM_RETRIES = chat.url, "scripted-1", 0
+        _configured.cache_clear()
+        yield chat
+    _configured.cache_clear()
 
 
 # `transaction-pooling`: as behind PgBouncer (KINDMEM_TRANSACTION_POOLING), every request one
@@ -69,12 +90,17 @@ def test_every_credential_reads_through_every_route_exactly_what_the_reference_a
     seed: int,
     pooling: bool,
     record_property: Any,
+    scripted_llm: ChatServer,
 ) -> None:
     settings.TRANSACTION_POOLING = pooling
     settings.EMBEDDER = "hashing"  # deterministic vectors, so semantic search and recall run
     settings.EMBED_BUDGET_MS = 5_000
+    # every memory a job's run may read is shown to the model (the world holds far fewer), so
+    # what it is shown is exactly the guard's answer, not a search's top few
+    settings.EXTRACTION_MAX_MEMORIES = 1_000
     started = time.monotonic()
     e2e = E2E(api, seed)
+    e2e.chat = scripted_llm
 
     # given: two tenants, their keys, runs minted by app and user keys, conversations, run
     # logs, facts of random scopes in every record state, links, and a hold in each
@@ -108,6 +134,8 @@ def test_every_credential_reads_through_every_route_exactly_what_the_reference_a
         e2e.held_decisions(t)
         e2e.exports(t, other)
     for t, other in ((a, b), (b, a)):
+        e2e.extractions(t, other)
+    for t, other in ((a, b), (b, a)):
         e2e.audit(t, other)
 
     # then: every answer is the model's, and the comparisons are many
@@ -121,7 +149,8 @@ def test_every_credential_reads_through_every_route_exactly_what_the_reference_a
         f"{sum(len(c.messages) for t in (a, b) for c in t.convs.values())} messages, "
         f"{sum(len(t.runs) for t in (a, b))} runs, holds A {a.holds} B {b.holds}; "
         f"built in {built - started:.1f}s, read in {time.monotonic() - built:.1f}s\n"
-        f"  per route: {dict(sorted(e2e.pairs.items()))}"
+        f"  per route: {dict(sorted(e2e.pairs.items()))}\n"
+        f"  extraction's answers by status: {dict(sorted(e2e.extract_statuses.items()))}"
     )
     record_property("pairs_checked", total)
     record_property("disagreements", len(e2e.disagreements))
@@ -130,3 +159,7 @@ def test_every_credential_reads_through_every_route_exactly_what_the_reference_a
     assert e2e.disagreements == []
     assert total >= MIN_PAIRS, total
     assert set(states) >= {"live", "superseded", "deleted", "expired", "pending", "rejected"}
+    # the extraction route answered every way it may: queued, up to date, forbidden, not found,
+    # unauthenticated, and erasure-in-progress when a held conversation was there to ask for
+    held = any(t.conversation_held(c) for t in (a, b) for c in t.convs.values())
+    assert set(e2e.extract_statuses) >= {200, 202, 401, 403, 404} | ({409} if held else set())

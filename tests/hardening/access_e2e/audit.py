@@ -38,7 +38,7 @@ class Audit(Driver):
             dict(got),
         )
         # a successful read names only what its reader may read, never another tenant's
-        creds = {c.principal_id: c for c in t.creds}
+        creds = {c.principal_id: c for c in [*t.creds, *t.workers]}
         facts = {f.id: f for f in t.facts}
         foreign = {f.id for f in other.facts}
         for event in events:

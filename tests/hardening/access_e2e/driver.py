@@ -35,6 +35,8 @@ AUDITED = {
     ("POST", "approval-approve"),
     ("POST", "approval-reject"),
     ("POST", "approval-verify"),
+    ("POST", "conversation-extract"),
+    ("GET", "conversation-extract"),
 }
 # The privacy routes audit their successes under their own endpoint names.
 AUDITED_ON_SUCCESS = {
@@ -58,6 +60,7 @@ class Driver:
         self.turn = itertools.count()
         self.as_of = timezone.now()  # set again by `as_of_mark`
         self.calls = 0
+        self.extract_statuses: Counter[int] = Counter()  # the extraction route's answers
 
     # -- calls and checks
     def call(self, cred: Cred, method: str, name: str, path: str, body: Any = None) -> Any:

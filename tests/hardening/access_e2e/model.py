@@ -173,6 +173,8 @@ class TenantM:
     facts: list[FactM] = field(default_factory=list)
     convs: dict[str, ConvM] = field(default_factory=dict)
     runs: list[RunM] = field(default_factory=list)
+    # the runs kindmem started for its extraction jobs (no token: they never authenticate)
+    workers: list[Cred] = field(default_factory=list)
     approvals: dict[str, ApprovalM] = field(default_factory=dict)
     links: list[tuple[str, str]] = field(default_factory=list)  # (source fact, target fact)
     thread_seq: itertools.count = field(default_factory=lambda: itertools.count(1))
