@@ -1,6 +1,9 @@
 from __future__ import annotations
 
+import io
+import re
 from dataclasses import dataclass
+from itertools import accumulate
 from typing import Any
 
 from django.conf import settings
@@ -10,6 +13,26 @@ from rest_framework.parsers import BaseParser, JSONParser
 from kindmem.errors import RequestTooLarge
 from kindmem.storable import PROBLEM, unstorable_path
 
+# Deeper bodies are refused before they are parsed. Well under Python's recursion limit (1000),
+# so the parse and everything that walks a body afterwards (the search text, json.dumps, DRF's
+# renderer where orjson stops at 254) has the rest of the stack for the request's own frames.
+MAX_JSON_DEPTH = 256
+
+# a JSON string, escapes included: brackets inside one do not nest
+_JSON_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"')
+_NOT_A_BRACKET = re.compile(r"[^\[\]{}]+")
+_STEP = {"[": 1, "{": 1, "]": -1, "}": -1}
+
+
+def json_depth_exceeds(text: str, limit: int = MAX_JSON_DEPTH) -> bool:
+    """Whether JSON text nests arrays and objects more than `limit` deep, read without parsing
+    (so without recursion): a body cannot nest deeper than it has opening brackets, and only
+    one with more is scanned."""
+    if text.count("[") + text.count("{") <= limit:
+        return False
+    brackets = _NOT_A_BRACKET.sub("", _JSON_STRING.sub("", text))
+    return max(accumulate(map(_STEP.__getitem__, brackets)), default=0) > limit
+
 
 def _dotted(path: list[str | int]) -> str:
     text = "".join(f"[{step}]" if isinstance(step, int) else f".{step}" for step in path)
@@ -17,15 +40,25 @@ def _dotted(path: list[str | int]) -> str:
 
 
 class BoundedJSONParser(JSONParser):
-    """DRF's JSON parser, but a body nested deeper than Python can recurse is a 400, not a 500,
-    and so is a string anywhere in it that PostgreSQL cannot store (kindmem/storable.py): one
-    check for every field of every body, free-form JSON (a fact's content and source, a run
-    log's payload) included."""
+    """DRF's JSON parser, but a body nested deeper than MAX_JSON_DEPTH is a 400 before it is
+    parsed, the same answer at any stack depth (parsing recurses, so where Python's recursion
+    limit falls would otherwise depend on the frames below the request), and so is a string
+    anywhere in it that PostgreSQL cannot store (kindmem/storable.py): one check for every
+    field of every body, free-form JSON (a fact's content and source, a run log's payload)
+    included."""
 
     def parse(self, stream: Any, media_type: str | None = None, parser_context: Any = None) -> Any:
+        raw = stream.read()
+        encoding = (parser_context or {}).get("encoding", settings.DEFAULT_CHARSET)
         try:
-            data = super().parse(stream, media_type, parser_context)
-        except RecursionError:
+            text = raw.decode(encoding)
+        except (UnicodeDecodeError, LookupError):
+            text = None  # DRF's parser below answers it as it does
+        if text is not None and json_depth_exceeds(text):
+            raise ParseError(f"JSON parse error - nested deeper than {MAX_JSON_DEPTH} levels.")
+        try:
+            data = super().parse(io.BytesIO(raw), media_type, parser_context)
+        except RecursionError:  # within the limit, but parsed with the stack nearly spent
             raise ParseError("JSON parse error - nested too deeply.") from None
         path = unstorable_path(data)
         if path is not None:

@@ -6,12 +6,14 @@ import uuid
 
 import pytest
 
+from kindmem.parsers import MAX_JSON_DEPTH
 from runlog.chain import GENESIS_HASH
 from runlog.models import LogEntry
 from runlog.services import log_payloads_erase
 from tests import factories
 from tests.conftest import TENANT_QUERIES
 from tests.runlog.conftest import log_entry_append, sql
+from tests.stacks import STACKS, under
 
 
 def log_url(run_id: object) -> str:
@@ -69,27 +71,42 @@ def test_bad_appends_are_refused_with_a_validation_error_and_write_nothing(api, 
     assert not LogEntry.objects.exists()
 
 
-def test_a_payload_nested_too_deep_is_refused(api, minted):
-    # given 100 levels: far within what any parser takes, beyond the run log's limit of 32
+@pytest.mark.parametrize("stack", STACKS)
+def test_a_payload_nested_too_deep_is_refused(api, minted, stack):
+    # given 100 levels: within what every JSON body may nest, beyond the run log's limit of 32
     body = '{"kind": "turn", "payload": {"a": ' + "[" * 100 + "]" * 100 + "}}"
-    response = api.post(
-        log_url(minted.run.id), body, content_type="application/json", **minted.headers
+    response = under(
+        stack,
+        lambda: api.post(
+            log_url(minted.run.id), body, content_type="application/json", **minted.headers
+        ),
     )
     assert response.status_code == 400
+    assert response.json()["code"] == "validation-error"
     assert "deeper than 32" in str(response.json()["details"])
     assert not LogEntry.objects.exists()
 
 
-def test_a_body_nested_near_the_interpreters_limit_is_a_400_and_writes_nothing(api, minted):
-    # given 900 levels: whether the JSON parser or the run log's check refuses it depends on
-    # the stack depth the request is parsed at; either way the user gets the same answer
-    body = '{"kind": "turn", "payload": {"a": ' + "[" * 900 + "]" * 900 + "}}"
-    response = api.post(
-        log_url(minted.run.id), body, content_type="application/json", **minted.headers
+@pytest.mark.parametrize("stack", STACKS)
+@pytest.mark.parametrize("levels", [900, 100_000])
+def test_a_body_nested_beyond_what_json_bodies_may_is_one_400_at_any_stack(
+    api, minted, stack, levels
+):
+    # given a body deeper than the parser takes (kindmem/parsers.py): refused before it is
+    # parsed, so the answer is the same whatever the stack depth it arrives at
+    body = '{"kind": "turn", "payload": {"a": ' + "[" * levels + "]" * levels + "}}"
+    response = under(
+        stack,
+        lambda: api.post(
+            log_url(minted.run.id), body, content_type="application/json", **minted.headers
+        ),
     )
     assert response.status_code == 400
-    assert response.json()["code"] == "validation-error"
-    assert set(response.json()) == {"code", "message", "details"}
+    assert response.json() == {
+        "code": "validation-error",
+        "message": f"JSON parse error - nested deeper than {MAX_JSON_DEPTH} levels.",
+        "details": None,
+    }
     assert not LogEntry.objects.exists()
 
 
