@@ -65,6 +65,7 @@ from bench.retrieval_fusion import fusion_grid, leg_lists  # noqa: E402
 from embeddings.providers import HashingEmbedder  # noqa: E402
 from facts.models import EmbeddingState, Fact, Revision  # noqa: E402
 from facts.provenance import content_hash  # noqa: E402
+from kindmem import fulltext  # noqa: E402
 from kindmem.access import readers_for  # noqa: E402
 from kindmem.models import Tenant  # noqa: E402
 from kindmem.row_security import tenant_context  # noqa: E402
@@ -303,7 +304,15 @@ def main() -> None:
         action="store_true",
         help="instead: recall@10 of hybrid for every fusion depth, k and leg weight",
     )
+    parser.add_argument(
+        "--keyword-candidates",
+        type=int,
+        help="the keyword leg's rows per term (kindmem.fulltext.CANDIDATES_PER_TERM), lowered"
+        " to see what the bound costs where it engages",
+    )
     args = parser.parse_args()
+    if args.keyword_candidates:
+        fulltext.CANDIDATES_PER_TERM = args.keyword_candidates
 
     dev = generate(args.seed)
     texts = (

@@ -56,6 +56,8 @@ TEXT_CONFIG = "english"
 # Distinct plain words that count, in order of appearance; past this a query is a document, not
 # a question, and each word adds a term to every matching row's score.
 MAX_TERMS = 32
+# The most rows one term of a query brings to the ranking (see `KeywordQuery.candidates`).
+CANDIDATES_PER_TERM = 200
 # Okapi BM25's saturation and length normalisation, the textbook values.
 BM25_K1 = 1.2
 BM25_B = 0.75
@@ -121,6 +123,35 @@ class KeywordQuery:
         parts = ([wanted] if wanted is not None else []) + excluded
         return reduce(and_, parts) if parts else None
 
+    def candidates(self, qs: QuerySet, column: str) -> QuerySet:
+        """The primary keys BM25 ranks, of `qs`'s rows that match: per word or phrase, at most
+        CANDIDATES_PER_TERM rows that have it, and as many that have every one; a union of
+        index-driven scans, each stopping at its limit.
+
+        Ranking every match computed each term's document frequency over all of them, which
+        grew with the matches: ~0.9 s for a question whose words half a million readable rows
+        have (bench/README "1,000,000 facts"). Bounded per term, a rare word brings every row
+        that has it (below the limit nothing changes: the candidates are every match and the
+        ranking is exact), while a word too common to tell rows apart brings only some of
+        them, in the table's order, and the rows with every word come on their own. What this
+        costs the ranking is measured on the development set (bench/README, retrieval_quality).
+        Each scan carries `qs`'s guard: an unreadable row never takes a place.
+        """
+        terms: list[SearchQueryCombinable] = [*self._terms(), *self._phrases()]
+        if len(terms) > 1:
+            terms.append(reduce(and_, terms))
+        # a row with any word matches, unless phrases are required or words excluded
+        constrained = self.phrases or self.excluded_words or self.excluded_phrases
+        match = self.match()
+        assert match is not None, "a query with nothing to search with has no candidates"
+        scans = [
+            qs.filter(**{column: term & match if constrained else term})
+            .order_by()
+            .values("pk")[:CANDIDATES_PER_TERM]
+            for term in terms or [match]
+        ]
+        return scans[0].union(*scans[1:]) if len(scans) > 1 else scans[0]
+
     def rank(self, column: str) -> Expression:
         """The score of a matching row: BM25 over the query's words and phrases, each counted
         once per row (present or not; two words that stem alike count once), with document
@@ -185,4 +216,4 @@ def keyword_matches(qs: QuerySet, column: str, text: str | KeywordQuery) -> Quer
     if match is None:
         # still annotated: a caller orders by `score` whatever the text was ("-", "or", '""')
         return qs.none().annotate(score=Value(0.0, output_field=FloatField()))
-    return qs.filter(**{column: match}).annotate(score=query.rank(column))
+    return qs.filter(pk__in=query.candidates(qs, column)).annotate(score=query.rank(column))
