@@ -9,7 +9,7 @@ one in one process, on bench/peers.py's database (load it first with bench/peers
     .venv/bin/python bench/request_ab.py engine      # compiled shapes against the plain ORM
 
 - `vector`: `fact_search_embedded` (semantic, top-10, a user's run, the vector given), its
-  prepared statement sent with the vector in pgvector's binary form (kindmem.prepared) or as
+  prepared statement sent with the vector in pgvector's binary form (kindmem.compiled) or as
   text (the dumper the connection had before), alternating per search; p50 ms of each.
 - `read-back`: `POST /v1/facts` through Django's test client (an app key, the local model
   embedding on write), the written revision read back in the round trip that wrote it or in one
@@ -25,7 +25,7 @@ one in one process, on bench/peers.py's database (load it first with bench/peers
 - `psycopg-parse`: semantic and hybrid searches (as the connection runs them) with psycopg's
   cache of parsed queries at its own bounds (4 KB, 50 parameters: the compiled searches are
   larger, so each call parses again) and raised to 64 KB and 1,024 parameters, what
-  kindmem.prepared did by patching psycopg's private `_queries` until issue 29 (this bench
+  kindmem's engine did by patching psycopg's private `_queries` until issue 29 (this bench
   still sets them, to measure what was given up); p50 ms of each.
 - `engine`: whole requests through Django's test client (a user's run searching semantic and
   hybrid, an app key writing), with the compiled shapes, pipelines and prepared statements, and
@@ -69,8 +69,8 @@ def vector(rounds: int) -> None:
 
     from embeddings.providers import embed_query
     from facts.search import FactSearch, fact_search_embedded
-    from kindmem import prepared
     from kindmem.access import readers_for
+    from kindmem.compiled.statements import VectorDumper, VectorTextDumper
     from kindmem.row_security import tenant_context
 
     runs = _runs(20)
@@ -78,7 +78,7 @@ def vector(rounds: int) -> None:
     with connection.cursor() as cursor:
         cursor.execute("SELECT to_regtype('vector')::oid")
         [oid] = cursor.fetchone()
-    binary = type("", (prepared._VectorDumper,), {"oid": oid})
+    binary = type("", (VectorDumper,), {"oid": oid})
     samples: dict[str, list[float]] = {"binary": [], "text": []}
     for i in range(rounds + 50):
         side = ("binary", "text")[i % 2]
@@ -92,7 +92,7 @@ def vector(rounds: int) -> None:
         )
         with tenant_context(principal.tenant_id):
             # the last dumper registered for a class is the one `%s` uses
-            dumper = binary if side == "binary" else prepared._VectorTextDumper
+            dumper = binary if side == "binary" else VectorTextDumper
             connection.connection.adapters.register_dumper(Vector, dumper)
             started = time.perf_counter()
             fact_search_embedded(search=search, vector=vec, model=model)
@@ -287,7 +287,7 @@ def engine(rounds: int) -> None:
     from django.db.backends.postgresql.base import Cursor, ServerBindingCursor
     from django.test import Client
 
-    from kindmem import prepared
+    from kindmem import compiled as engine_api
     from kindmem.models import Project
     from tests import factories
 
@@ -297,10 +297,12 @@ def engine(rounds: int) -> None:
     sides = ("engine", "orm", "orm-prepared")
     tokens = {s: factories.app_key_create(project.tenant, [project]).token for s in sides}
     runs = _runs(20)
+    # the engine's own functions, replaced on the ORM's sides by ones that send every query
+    # and INSERT through the ORM (measured here, patched nowhere in kindmem)
     template, insert_statement, preparing = (
-        prepared._template,
-        prepared._insert_statement,
-        prepared._preparing,
+        engine_api.template_of,
+        engine_api.compile_insert,
+        engine_api.preparing,
     )
     queries = ["what does the user like to eat", "which city does she live in", "tea or coffee"]
     client = Client()
@@ -311,13 +313,13 @@ def engine(rounds: int) -> None:
         connection.ensure_connection()
         raw = connection.connection
         if side == "engine":
-            prepared._template, prepared._insert_statement = template, insert_statement
-            prepared._preparing = preparing
+            engine_api.template_of, engine_api.compile_insert = template, insert_statement
+            engine_api.preparing = preparing
             raw.cursor_factory, raw.prepare_threshold = Cursor, 5
         else:
-            prepared._template = lambda query: (None, [])
-            prepared._insert_statement = lambda group: None
-            prepared._preparing = lambda: False
+            engine_api.template_of = lambda key, build, inputs: (None, [])
+            engine_api.compile_insert = lambda group: None
+            engine_api.preparing = lambda: False
             raw.cursor_factory = ServerBindingCursor if side == "orm-prepared" else Cursor
             raw.prepare_threshold = 5 if side == "orm-prepared" else None
         if what == "write":
@@ -346,8 +348,8 @@ def engine(rounds: int) -> None:
         assert response.status_code == expected, response.content
         if i >= 60:
             samples.setdefault(f"{what} {side}", []).append(seconds)
-    prepared._template, prepared._insert_statement = template, insert_statement
-    prepared._preparing = preparing
+    engine_api.template_of, engine_api.compile_insert = template, insert_statement
+    engine_api.preparing = preparing
     forget_writes(plain_connect())
     for what in ("semantic", "hybrid", "write"):
         figures = {side: samples[f"{what} {side}"] for side in sides}
