@@ -280,7 +280,7 @@ def dedup(sizes: list[int]) -> None:
 
 
 def engine(rounds: int) -> None:
-    """Whole requests through Django's test client with kindmem.prepared's compiled shapes,
+    """Whole requests through Django's test client with kindmem.compiled's shapes,
     pipelines and prepared statements (`engine`), against the same code with every query built
     by the ORM on each call: with Django's client-side binding (`orm`), and with server-side
     binding and psycopg's `prepare_threshold` (`orm-prepared`), alternating per request."""
