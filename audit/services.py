@@ -16,7 +16,7 @@ from django.db.models.functions import Cast, Now
 from django.utils import timezone
 
 from audit.models import MAX_ERROR, AuditEvent, AuditPolicy, Outcome
-from kindmem import prepared
+from kindmem import compiled
 from kindmem.access import Principal
 from kindmem.models import Tenant
 from kindmem.subjects import Subject
@@ -151,8 +151,8 @@ def audit_record(
     # of the database server may lose the last fraction of a second of read events (never
     # a write's: a write's event commits with the write, durably). Waiting for that flush
     # on every read cost more than the whole rest of auditing. The same text for every event:
-    # a prepared statement (kindmem.prepared.execute).
-    [(event.seq, stored)] = prepared.execute(
+    # a prepared statement (kindmem.compiled.execute).
+    [(event.seq, stored)] = compiled.execute(
         _insert_sql(),
         [
             _tenant_lock_key(principal.tenant_id),

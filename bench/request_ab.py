@@ -6,9 +6,10 @@ one in one process, on bench/peers.py's database (load it first with bench/peers
     .venv/bin/python bench/request_ab.py dedup       # the write's dedup lookup by scope size
     .venv/bin/python bench/request_ab.py prepared    # searches without prepared statements
     .venv/bin/python bench/request_ab.py psycopg-parse  # psycopg's parse cache bounds raised
+    .venv/bin/python bench/request_ab.py engine      # compiled shapes against the plain ORM
 
 - `vector`: `fact_search_embedded` (semantic, top-10, a user's run, the vector given), its
-  prepared statement sent with the vector in pgvector's binary form (kindmem.prepared) or as
+  prepared statement sent with the vector in pgvector's binary form (kindmem.compiled) or as
   text (the dumper the connection had before), alternating per search; p50 ms of each.
 - `read-back`: `POST /v1/facts` through Django's test client (an app key, the local model
   embedding on write), the written revision read back in the round trip that wrote it or in one
@@ -24,8 +25,12 @@ one in one process, on bench/peers.py's database (load it first with bench/peers
 - `psycopg-parse`: semantic and hybrid searches (as the connection runs them) with psycopg's
   cache of parsed queries at its own bounds (4 KB, 50 parameters: the compiled searches are
   larger, so each call parses again) and raised to 64 KB and 1,024 parameters, what
-  kindmem.prepared did by patching psycopg's private `_queries` until issue 29 (this bench
+  kindmem's engine did by patching psycopg's private `_queries` until issue 29 (this bench
   still sets them, to measure what was given up); p50 ms of each.
+- `engine`: whole requests through Django's test client (a user's run searching semantic and
+  hybrid, an app key writing), with the compiled shapes, pipelines and prepared statements, and
+  with every query built by the ORM on each call (client-side binding, or server-side binding
+  with psycopg's `prepare_threshold`), alternating per request; p50 and p90 ms of each.
 """
 
 from __future__ import annotations
@@ -64,8 +69,8 @@ def vector(rounds: int) -> None:
 
     from embeddings.providers import embed_query
     from facts.search import FactSearch, fact_search_embedded
-    from kindmem import prepared
     from kindmem.access import readers_for
+    from kindmem.compiled.statements import VectorDumper, VectorTextDumper
     from kindmem.row_security import tenant_context
 
     runs = _runs(20)
@@ -73,7 +78,7 @@ def vector(rounds: int) -> None:
     with connection.cursor() as cursor:
         cursor.execute("SELECT to_regtype('vector')::oid")
         [oid] = cursor.fetchone()
-    binary = type("", (prepared._VectorDumper,), {"oid": oid})
+    binary = type("", (VectorDumper,), {"oid": oid})
     samples: dict[str, list[float]] = {"binary": [], "text": []}
     for i in range(rounds + 50):
         side = ("binary", "text")[i % 2]
@@ -87,7 +92,7 @@ def vector(rounds: int) -> None:
         )
         with tenant_context(principal.tenant_id):
             # the last dumper registered for a class is the one `%s` uses
-            dumper = binary if side == "binary" else prepared._VectorTextDumper
+            dumper = binary if side == "binary" else VectorTextDumper
             connection.connection.adapters.register_dumper(Vector, dumper)
             started = time.perf_counter()
             fact_search_embedded(search=search, vector=vec, model=model)
@@ -274,6 +279,92 @@ def dedup(sizes: list[int]) -> None:
     forget_writes(plain_connect())  # the probe fact
 
 
+def engine(rounds: int) -> None:
+    """Whole requests through Django's test client with kindmem.compiled's shapes,
+    pipelines and prepared statements (`engine`), against the same code with every query built
+    by the ORM on each call: with Django's client-side binding (`orm`), and with server-side
+    binding and psycopg's `prepare_threshold` (`orm-prepared`), alternating per request."""
+    from django.db.backends.postgresql.base import Cursor, ServerBindingCursor
+    from django.test import Client
+
+    from kindmem import compiled as engine_api
+    from kindmem.models import Project
+    from tests import factories
+
+    settings.ALLOWED_HOSTS = ["*"]
+    settings.QUERY_CACHE_SIZE = 64  # the search's embedding is not what is measured here
+    project = Project.objects.get(name="peers-project")
+    sides = ("engine", "orm", "orm-prepared")
+    tokens = {s: factories.app_key_create(project.tenant, [project]).token for s in sides}
+    runs = _runs(20)
+    # the engine's own functions, replaced on the ORM's sides by ones that send every query
+    # and INSERT through the ORM (measured here, patched nowhere in kindmem)
+    template, insert_statement, preparing = (
+        engine_api.template_of,
+        engine_api.compile_insert,
+        engine_api.preparing,
+    )
+    queries = ["what does the user like to eat", "which city does she live in", "tea or coffee"]
+    client = Client()
+    samples: dict[str, list[float]] = {}
+    for i in range(rounds + 60):
+        side = sides[i % 3]
+        what = ("semantic", "hybrid", "write")[(i // 3) % 3]
+        connection.ensure_connection()
+        raw = connection.connection
+        if side == "engine":
+            engine_api.template_of, engine_api.compile_insert = template, insert_statement
+            engine_api.preparing = preparing
+            raw.cursor_factory, raw.prepare_threshold = Cursor, 5
+        else:
+            engine_api.template_of = lambda key, build, inputs: (None, [])
+            engine_api.compile_insert = lambda group: None
+            engine_api.preparing = lambda: False
+            raw.cursor_factory = ServerBindingCursor if side == "orm-prepared" else Cursor
+            raw.prepare_threshold = 5 if side == "orm-prepared" else None
+        if what == "write":
+            path = "/v1/facts"
+            body: dict[str, Any] = {
+                "type": "note",
+                "content": f"note {i} {time.time()} about the garden",
+                "scope": {
+                    "project_id": str(project.id),
+                    "participant_id": f"{WRITER_PREFIX}{i % 50}",
+                },
+            }
+            token, expected = tokens[side], 201
+        else:
+            path = "/v1/facts/search"
+            body = {"mode": what, "query": queries[i % 3], "top_k": 10}
+            token, expected = runs[i % len(runs)].token, 200
+        started = time.perf_counter()
+        response = client.post(
+            path,
+            data=json.dumps(body),
+            content_type="application/json",
+            HTTP_AUTHORIZATION=f"Bearer {token}",
+        )
+        seconds = time.perf_counter() - started
+        assert response.status_code == expected, response.content
+        if i >= 60:
+            samples.setdefault(f"{what} {side}", []).append(seconds)
+    engine_api.template_of, engine_api.compile_insert = template, insert_statement
+    engine_api.preparing = preparing
+    forget_writes(plain_connect())
+    for what in ("semantic", "hybrid", "write"):
+        figures = {side: samples[f"{what} {side}"] for side in sides}
+        base = p50_ms(figures["engine"])
+        print(
+            f"{what}: "
+            + ", ".join(
+                f"{side} p50 {p50_ms(s)} p90 {round(sorted(s)[int(len(s) * 0.9)] * 1000, 3)}"
+                f" ({p50_ms(s) - base:+.3f})"
+                for side, s in figures.items()
+            ),
+            flush=True,
+        )
+
+
 def _runs(users: int) -> list[Any]:
     from kindmem.models import Project
     from tests import factories
@@ -289,7 +380,8 @@ def _runs(users: int) -> list[Any]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
-        "what", choices=["vector", "read-back", "dedup", "prepared", "psycopg-parse"]
+        "what",
+        choices=["vector", "read-back", "dedup", "prepared", "psycopg-parse", "engine"],
     )
     parser.add_argument("--rounds", type=int, default=1000, help="requests, both sides together")
     parser.add_argument("--sizes", default="100,1000,9000", help="dedup: facts in the scope")
@@ -310,6 +402,8 @@ def main() -> None:
         psycopg_parse(args.rounds)
     elif args.what == "read-back":
         read_back(args.rounds)
+    elif args.what == "engine":
+        engine(args.rounds)
     else:
         dedup([int(n) for n in args.sizes.split(",")])
 

@@ -191,7 +191,7 @@ else:
     # Django's backend, its check of a kept connection without a round trip when the connection
     # is plainly alive (config/postgresql_backend/base.py)
     _app_login["ENGINE"] = _migration_login["ENGINE"] = "config.postgresql_backend"
-# Prepared statements for the queries kindmem compiles once per shape (kindmem/prepared.py):
+# Prepared statements for the queries kindmem compiles once per shape (kindmem/compiled):
 # the server parses and rewrites (row security) such a query once per connection, not on every
 # search. Only those queries' cursors prepare (Django's own bind client-side and never do), so
 # psycopg's threshold matters for nothing else. Each execution is still planned for its values

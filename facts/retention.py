@@ -20,18 +20,15 @@ from facts.models import (
     WritePolicyKind,
 )
 from facts.scopes import SCOPE_KEYS
-from kindmem import prepared
 from kindmem.access import Principal, PrincipalKind, is_privacy_officer
+from kindmem.compiled import compiled
 from kindmem.errors import Conflict, Forbidden
 
 
-def retention_policy_query(tenant_id: uuid.UUID, fact_type: str) -> prepared.Query:
-    """The read `Retention.of_policy` makes, for a write that reads it ahead with others."""
-    return prepared.Query("retention-policy", _retention_policy, (tenant_id, fact_type))
-
-
-def _retention_policy(asked: tuple[uuid.UUID, str]) -> QuerySet[RetentionPolicy]:
-    tenant_id, fact_type = asked
+@compiled()
+def retention_policy_of(tenant_id: uuid.UUID, fact_type: str) -> QuerySet[RetentionPolicy]:
+    """The tenant's retention policy for the type (`Retention.of_policy`), a read a write may
+    make ahead with others."""
     return RetentionPolicy.objects.filter(tenant_id=tenant_id, fact_type=fact_type).order_by("pk")[
         :1
     ]
@@ -58,9 +55,8 @@ class Retention:
     @classmethod
     def of_policy(cls, tenant_id: uuid.UUID, fact_type: str) -> Retention:
         """The tenant's policy for the type (none: kept until deleted)."""
-        query = retention_policy_query(tenant_id, fact_type)
-        found = prepared.fetch(query.key, query.build, query.inputs)
-        return cls(found[0].keep_days, None, found[0].legal_hold) if found else cls()
+        policy = retention_policy_of(tenant_id, fact_type).first()
+        return cls(policy.keep_days, None, policy.legal_hold) if policy else cls()
 
     @classmethod
     def of_revision(cls, revision: Revision) -> Retention:

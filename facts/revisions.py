@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -27,9 +27,9 @@ from facts.provenance import Attribution, content_hash, search_text_of
 from facts.retention import Retention
 from facts.scopes import SubjectInput
 from facts.tasks import embed_revisions
-from kindmem import prepared
 from kindmem.access import Principal, Readers, readers_for
 from kindmem.background import enqueue_on_commit
+from kindmem.compiled import compiled, insert
 from kindmem.errors import Conflict, EmbeddingUnavailable, FactNotFound
 
 
@@ -47,29 +47,21 @@ class Draft:
     tool_call_id: str | None = None
 
 
-@dataclass
-class Checked:
-    """A read sent with a write, planned after it has run (`write_revision`), and its rows."""
+@dataclass(frozen=True)
+class Written:
+    """What `write_revision` wrote, and what it read in the same round trip."""
 
-    query: prepared.Query
-    rows: list[Any] = field(default_factory=list)
-
-
-@dataclass
-class ReadBack:
-    """The revision a write wrote, as stored (`stored_revision`), read in the write's round
-    trip (`write_revision`); None until then."""
-
-    revision: Revision | None = None
+    revision: Revision
+    # the revision as stored (`stored_revision`), where asked (`read_back`)
+    stored: Revision | None = None
+    # where asked (`writable_for`): whether those readers may read the fact's containers
+    writable: bool = True
 
 
-def stored_revision(pk: uuid.UUID) -> prepared.Query:
+@compiled(generic=True)  # by primary key: one plan whatever the value
+def stored_revision(pk: uuid.UUID) -> Any:
     """A revision as the database keeps it (JSON as stored), its fact and its subjects (in
-    `subject_rows`): what a write answers with. By primary key: one plan whatever the value."""
-    return prepared.Query("fact-written", _stored, pk, generic=True)
-
-
-def _stored(pk: uuid.UUID) -> Any:
+    `subject_rows`): what a write answers with."""
     # the vector and the tsvector are large and never rendered
     return (
         Revision.objects.filter(pk=pk)
@@ -77,6 +69,11 @@ def _stored(pk: uuid.UUID) -> Any:
         .defer("embedding", "search_vector", "search_text")
         .annotate(subject_rows=subject_rows())
     )
+
+
+@compiled(generic=True)  # by the new fact's primary key: one plan whatever the readers' values
+def _readable_fact(fact_id: uuid.UUID, readers: Readers) -> Any:
+    return Fact.objects.filter(pk=fact_id).readable_by(readers).only("pk")[:1]
 
 
 @dataclass(frozen=True)
@@ -127,14 +124,15 @@ def write_revision(
     review: str | None = None,
     approved_at: datetime | None = None,
     new_fact: bool = False,
-    checked: Checked | None = None,
-    read_back: ReadBack | None = None,
-) -> Revision:
+    writable_for: Readers | None = None,
+    read_back: bool = False,
+) -> Written:
     """Insert one revision of `fact` with its subjects, in one round trip; with `new_fact`,
-    `fact` itself first, with `checked`, its query read after them in the same round trip (its
-    rows in `checked.rows`), and with `read_back`, the revision as stored after that. A
-    revision the write could not embed is queued for `embed_revisions` when the transaction
-    commits."""
+    `fact` itself first. In the same round trip, after them: with `writable_for`, whether those
+    readers may read the fact (the reader guard on the fact as written: a writer may only write
+    where it could read), and with `read_back`, the revision as stored (what the response
+    renders). A revision the write could not embed is queued for `embed_revisions` when the
+    transaction commits."""
     vector = embedded.vectors[0] if embedded.vectors else None
     revision = Revision(
         tenant_id=fact.tenant_id,
@@ -176,19 +174,17 @@ def write_revision(
         for s in {(s.kind, s.id): s for s in subjects}.values()
     ]
     groups = ([fact],) if new_fact else ()
-    then = [checked.query] if checked is not None else []
-    if read_back is not None:
+    then = [_readable_fact(fact.pk, writable_for)] if writable_for is not None else []
+    if read_back:
         then.append(stored_revision(revision.pk))
-    found = prepared.insert_together(*groups, [revision], rows, then=then)
-    if checked is not None:
-        checked.rows = found[0]
-    if read_back is not None:
-        [read_back.revision] = found[-1]
+    found = insert(*groups, [revision], rows, then=then)
+    writable = bool(found.pop(0)) if writable_for is not None else True
+    stored = found.pop(0)[0] if read_back else None
     if embedded.needs_task:
         revision_id, tenant = str(revision.pk), str(fact.tenant_id)
         # a broker that cannot be reached does not fail the write: embed_backlog embeds it
         enqueue_on_commit(embed_revisions, [revision_id], tenant_id=tenant)
-    return revision
+    return Written(revision, stored, writable)
 
 
 def lock_current(

@@ -3,16 +3,15 @@ default subjects, and the persons a write concerns (for holds)."""
 
 from __future__ import annotations
 
-import functools
 import uuid
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from django.db.models import QuerySet
 
 from facts.models import Fact, FactSubjectKind
-from kindmem import prepared
+from kindmem.compiled import Read, compiled
 from kindmem.errors import InvalidFact
 from kindmem.models import Org, Project, User
 from kindmem.subjects import Subject, persons_of
@@ -47,7 +46,7 @@ def resolve_scope(tenant_id: uuid.UUID, scope: Mapping[str, Any]) -> dict[str, s
             ident = uuid.UUID(value)
         except ValueError:
             raise InvalidFact(details={f"scope.{key}": ["Not a UUID."]}) from None
-        [obj] = prepared.fetch(*_container_query(tenant_id, key, ident)) or [None]
+        obj = _container(_CONTAINERS[key], tenant_id, ident).first()
         if obj is None:
             raise InvalidFact(details={f"scope.{key}": ["No such container in this tenant."]})
         found[key] = obj
@@ -71,20 +70,14 @@ _CONTAINERS: dict[str, type[Org] | type[Project] | type[User]] = {
 }
 
 
-def _container_query(tenant_id: uuid.UUID, key: str, ident: uuid.UUID) -> tuple[Any, ...]:
-    return (f"scope-{key}", _container(_CONTAINERS[key]), (tenant_id, ident))
+@compiled()
+def _container(
+    model: type[Org] | type[Project] | type[User], tenant_id: uuid.UUID, ident: uuid.UUID
+) -> QuerySet:
+    return model.objects.filter(tenant_id=tenant_id, id=ident).order_by("pk")[:1]
 
 
-@functools.cache
-def _container(model: type[Org] | type[Project] | type[User]) -> Callable[[Any], QuerySet]:
-    def build(asked: tuple[uuid.UUID, uuid.UUID]) -> QuerySet:
-        tenant_id, ident = asked
-        return model.objects.filter(tenant_id=tenant_id, id=ident).order_by("pk")[:1]
-
-    return build
-
-
-def scope_queries(tenant_id: uuid.UUID, scope: Mapping[str, Any]) -> list[prepared.Query]:
+def scope_queries(tenant_id: uuid.UUID, scope: Mapping[str, Any]) -> list[Read]:
     """The reads `resolve_scope` makes for `scope` (its containers), for a write that reads
     them ahead with others; none for a value `resolve_scope` refuses before reading."""
     queries = []
@@ -96,7 +89,7 @@ def scope_queries(tenant_id: uuid.UUID, scope: Mapping[str, Any]) -> list[prepar
             ident = uuid.UUID(str(value))
         except ValueError:
             continue
-        queries.append(prepared.Query(*_container_query(tenant_id, key, ident)))
+        queries.append(_container(_CONTAINERS[key], tenant_id, ident))
     return queries
 
 

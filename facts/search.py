@@ -36,8 +36,8 @@ from embeddings.budget import embedding_pool
 from embeddings.hnsw import hnsw_settings
 from embeddings.providers import embed_query
 from facts.models import Revision, RevisionQuerySet, attach_subjects, subject_rows
-from kindmem import prepared
 from kindmem.access import Readers
+from kindmem.compiled import Row, compiled, fetch_together
 from kindmem.fulltext import KeywordQuery, keyword_matches
 from kindmem.fusion import HYBRID
 from kindmem.rerank import Candidate, candidate_pool, rerank, rerankers_named
@@ -107,8 +107,9 @@ def _rendered(qs: RevisionQuerySet) -> RevisionQuerySet:
 
 
 # Each leg's query is built by the ORM once per shape of its inputs (the reader's kind, the
-# filters given, the depth) and reused with each search's values (kindmem.prepared): building
-# and compiling the guard, the holds and BM25 cost several times what running them does.
+# filters given, the depth) and reused with each search's values (kindmem.compiled): building
+# and compiling the guard, the holds and BM25 cost several times what running them does. Its
+# rows come back as `Row`s: hybrid search makes models of the ones it returns only.
 @dataclass(frozen=True)
 class _LegInputs:
     """Everything a leg's SQL is built from; the rest of its SQL is fixed."""
@@ -134,6 +135,7 @@ def _search_inputs(search: FactSearch) -> FactSearch:
     )
 
 
+@compiled(lazy=True)
 def _keyword_query(inputs: _LegInputs, limit: int) -> QuerySet[Any]:
     assert inputs.words is not None
     readable = _rendered(searchable(inputs.search, inputs.now))
@@ -148,10 +150,12 @@ def _semantic_candidates(inputs: _LegInputs) -> QuerySet[Any]:
     )
 
 
+@compiled(lazy=True)
 def _semantic_query(inputs: _LegInputs, limit: int) -> QuerySet[Any]:
     return _semantic_candidates(inputs).order_by("distance", "id")[:limit]
 
 
+@compiled(lazy=True)
 def _exact_query(inputs: _LegInputs, limit: int) -> QuerySet[Any]:
     # Ordering by `distance + 0` keeps the HNSW index (which only serves
     # `ORDER BY embedding <=> q`) out of the plan.
@@ -160,7 +164,7 @@ def _exact_query(inputs: _LegInputs, limit: int) -> QuerySet[Any]:
 
 # The scan settings (embeddings.hnsw) are the session's, set once when a connection opens
 # (`apply_scan_settings`, connected in facts/apps.py): sent with each query, they made it a
-# message of two statements, which cannot be a prepared statement (kindmem.prepared), and they
+# message of two statements, which cannot be a prepared statement (kindmem.compiled), and they
 # harm no other query (only a semantic leg scans an HNSW index; recall sets its own per
 # transaction, which override these while it lasts).
 SCAN_SETTINGS = hnsw_settings(EF_SEARCH, MAX_SCAN_TUPLES, local=False)
@@ -197,31 +201,18 @@ def _semantic_inputs(
     )
 
 
-def _keyword(inputs: _LegInputs, limit: int) -> prepared.Query:
-    return prepared.Query(
-        ("fact-search-keyword", limit), lambda i: _keyword_query(i, limit), inputs, lazy=True
-    )
-
-
-def _semantic(inputs: _LegInputs, limit: int) -> prepared.Query:
-    return prepared.Query(
-        ("fact-search-semantic", limit), lambda i: _semantic_query(i, limit), inputs, lazy=True
-    )
-
-
 def _legs(
     keyword: _LegInputs | None, semantic: _LegInputs | None, limit: int
-) -> tuple[list[prepared.Row], list[prepared.Row]]:
+) -> tuple[list[Row], list[Row]]:
     """The keyword and the semantic leg's `limit` best rows (either leg may be None: not run),
-    their queries sent in one round trip. Rows, not models yet: hybrid search makes models of
-    the ones it returns only."""
-    queries = ([_keyword(keyword, limit)] if keyword else []) + (
-        [_semantic(semantic, limit)] if semantic else []
+    their queries sent in one round trip."""
+    queries = ([_keyword_query(keyword, limit)] if keyword else []) + (
+        [_semantic_query(semantic, limit)] if semantic else []
     )
     if semantic and settings.TRANSACTION_POOLING:  # the request's transaction (apply_scan_settings)
         with db_connection.cursor() as cursor:
             cursor.execute(*hnsw_settings(EF_SEARCH, MAX_SCAN_TUPLES))
-    found = prepared.fetch_together(*queries)
+    found = fetch_together(*queries)
     keyword_rows = found.pop(0) if keyword else []
     semantic_rows = found.pop(0) if semantic else []
     if semantic:
@@ -229,7 +220,7 @@ def _legs(
     return keyword_rows, semantic_rows
 
 
-def _completed(semantic: _LegInputs, rows: list[prepared.Row], limit: int) -> list[prepared.Row]:
+def _completed(semantic: _LegInputs, rows: list[Row], limit: int) -> list[Row]:
     """The semantic leg's rows, complete: fewer than asked means either the readable set is
     that small, or the index scan gave up early (`max_scan_tuples`, its memory cap, dead index
     entries awaiting vacuum). Either way an exact scan of the readable set answers completely,
@@ -237,15 +228,10 @@ def _completed(semantic: _LegInputs, rows: list[prepared.Row], limit: int) -> li
     it uses no HNSW."""
     if len(rows) >= limit:
         return rows
-    [exact] = prepared.fetch_together(
-        prepared.Query(
-            ("fact-search-exact", limit), lambda i: _exact_query(i, limit), semantic, lazy=True
-        )
-    )
-    return exact
+    return _exact_query(semantic, limit).all()
 
 
-def _scored(rows: list[prepared.Row], score: str) -> list[tuple[Revision, float]]:
+def _scored(rows: list[Row], score: str) -> list[tuple[Revision, float]]:
     revisions = [r.model() for r in rows]
     if score == "distance":
         return [(r, 1.0 - float(r.distance)) for r in revisions]
@@ -320,7 +306,7 @@ def _hybrid_alongside_embedding(search: FactSearch) -> list[SearchHit]:
     return _fused(keyword, semantic, search.top_k)
 
 
-def _fused(keyword: list[prepared.Row], semantic: list[prepared.Row], page: int) -> list[SearchHit]:
+def _fused(keyword: list[Row], semantic: list[Row], page: int) -> list[SearchHit]:
     """The legs' rows fused (`kindmem.fusion.HYBRID`), the first `page` as hits."""
     fused = HYBRID.fuse({KEYWORD: keyword, SEMANTIC: semantic}, key=lambda r: r.pk)
     hits = [

@@ -23,6 +23,7 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
+from embeddings.budget import Embedded
 from facts.agent_writes import agent_review, check_run_may_alter
 from facts.merge_patch import patched
 from facts.models import (
@@ -35,7 +36,7 @@ from facts.models import (
     WritePolicy,
     WritePolicyKind,
 )
-from facts.provenance import attribution_of, content_hash
+from facts.provenance import Attribution, attribution_of, content_hash
 from facts.retention import (
     Retention,
     RetentionInput,
@@ -43,14 +44,12 @@ from facts.retention import (
     check_may_weaken,
     invalidate,
     retention_forbids_delete,
-    retention_policy_query,
+    retention_policy_of,
 )
 from facts.review_queue import review_open
 from facts.review_reasons import Finding
 from facts.revisions import (
-    Checked,
     Draft,
-    ReadBack,
     Verification,
     check_expected,
     embed_for_write,
@@ -69,8 +68,8 @@ from facts.scopes import (
     resolve_scope,
     scope_queries,
 )
-from kindmem import prepared
 from kindmem.access import Principal, PrincipalKind, Readers, readers_for, readers_queries
+from kindmem.compiled import Read, compiled, read_ahead
 from kindmem.content_schema import check_content
 from kindmem.errors import (
     Conflict,
@@ -178,104 +177,157 @@ def fact_create(
     writer could not read; in both cases nothing is written. `step_id` and `tool_call_id` are
     the run step that wrote it (provenance), for callers that know it.
     """
-    tenant_id = principal.tenant_id
     # The content is embedded on the embedding threads while the write reads (the model
     # releases the GIL): a duplicate's vector is thrown away, every new fact waits less.
     embedding = embedding_for_write(content)
-    # Every read this write makes before it writes that depends only on the request, in one
-    # round trip (`_create_reads`); the code below takes each result where it needs it
-    with prepared.fetched_ahead(*_create_reads(principal, type, scope or {}, subjects)):
-        resolved = resolve_scope(tenant_id, scope or {})
-        _check_validity(valid_from, valid_until)
-        given_subjects = list(subjects) if subjects is not None else None
-        subjects = given_subjects if given_subjects is not None else default_subjects(resolved)
-        fact = Fact(tenant_id=tenant_id, type=type, key=key, tags=sorted(set(tags)), **resolved)
-        assert_not_held(tenant_id, persons_of_write(fact, subjects))
-        if fact.thread_id:
-            thread_check_fact(
-                tenant_id=tenant_id,
-                thread_id=fact.thread_id,
-                project_id=fact.project_id,
-                participant_id=fact.participant_id,
-                user_id=fact.user_id,
-            )
-
-        hash_ = content_hash(content, valid_from, valid_until)
-        same = {f"fact__{k}": v for k, v in resolved.items()}
+    draft = Draft(
+        content=content,
+        valid_from=valid_from,
+        valid_until=valid_until,
+        observed_at=observed_at,
+        source=source,
+        caused_by_log_id=caused_by_log_id,
+        step_id=step_id,
+        tool_call_id=tool_call_id,
+    )
+    # every read below that depends only on the request comes from one round trip
+    with read_ahead(*_create_reads(principal, type, scope or {}, subjects)):
+        fact, about = _new_fact(principal, type, scope or {}, key, tags, subjects, draft)
         readers = readers_for(principal)
-        policy = _first(prepared.fetch(*_fields(_write_policy_query(tenant_id, type))))
-        check_content([policy.content_schema if policy else None], content, type=type)
-        cap = policy.max_records if policy and policy.policy == WritePolicyKind.CAP_CULL else None
-        existing = _duplicate(
-            dedup_scope_of(policy), (tenant_id, type, key, hash_, same, readers, timezone.now())
-        )
+        policy = _checked_write_policy(principal.tenant_id, type, content)
+        existing = _duplicate(dedup_scope_of(policy), fact, draft, readers)
         if existing is not None:
-            if not _adds_to(
-                existing, subjects=given_subjects, retention=retention, source=source, tags=tags
-            ):
-                return WriteResult(existing, Outcome.UNCHANGED)
-            # The same content with something new about it (a legal hold, tags, subjects, a
-            # source): never dropped. Revisions are immutable, so it is the fact's next revision.
-            return fact_supersede(
-                principal=principal,
-                fact_id=existing.fact_id,
-                content=content,
-                subjects=given_subjects,
-                valid_from=valid_from,
-                valid_until=valid_until,
-                observed_at=observed_at,
-                retention=retention,
-                source=source,
-                caused_by_log_id=caused_by_log_id,
-                tags=tags,
-            )
+            return _write_again(principal, existing, draft, subjects, retention, tags)
+        return _write_new_fact(
+            principal,
+            fact,
+            draft,
+            subjects=about,
+            retention=retention,
+            cap=_cap_of(policy),
+            readers=readers,
+            embedded=embedding.result(),  # before this write takes any lock
+        )
 
-        embedded = embedding.result()  # before this write takes any lock
-        now = timezone.now()
-        fact.created_at = now
-        reasons, findings = agent_review(principal, fact, content)
-        kept = Retention.of_policy(tenant_id, type).overridden_by(retention)
-        # The writer may only write where it could read: the same SQL guard as every read, on
-        # the fact as written. Read in the round trip that writes the fact, its revision and
-        # subjects (after them); a refusal undoes all three (this service's savepoint, or the
-        # request's rollback: kindmem/transactions.py).
-        readable = Checked(
-            # by the new fact's primary key: one plan whatever the readers' values
-            prepared.Query("fact-create-readable", _readable_fact, (fact.pk, readers), generic=True)
+
+def _new_fact(
+    principal: Principal,
+    type: str,
+    scope: Mapping[str, Any],
+    key: str | None,
+    tags: Sequence[str],
+    subjects: Sequence[SubjectInput] | None,
+    draft: Draft,
+) -> tuple[Fact, list[SubjectInput]]:
+    """The fact to write (not saved) and whom it is about, once its scope, validity, subjects,
+    holds and thread are checked."""
+    tenant_id = principal.tenant_id
+    resolved = resolve_scope(tenant_id, scope)
+    _check_validity(draft.valid_from, draft.valid_until)
+    about = list(subjects) if subjects is not None else default_subjects(resolved)
+    fact = Fact(tenant_id=tenant_id, type=type, key=key, tags=sorted(set(tags)), **resolved)
+    assert_not_held(tenant_id, persons_of_write(fact, about))
+    if fact.thread_id:
+        thread_check_fact(
+            tenant_id=tenant_id,
+            thread_id=fact.thread_id,
+            project_id=fact.project_id,
+            participant_id=fact.participant_id,
+            user_id=fact.user_id,
         )
-        stored = ReadBack()  # what the response renders, read in the same round trip
-        revision = write_revision(
-            fact=fact,
-            version=1,
-            draft=Draft(
-                content=content,
-                valid_from=valid_from,
-                valid_until=valid_until,
-                observed_at=observed_at,
-                source=source,
-                caused_by_log_id=caused_by_log_id,
-                step_id=step_id,
-                tool_call_id=tool_call_id,
-            ),
-            who=attribution_of(principal),
-            subjects=subjects,
-            retention=kept,
-            expires_at=kept.expires_at(now),
-            review=Review.PENDING if reasons else None,
-            embedded=embedded,
-            now=now,
-            new_fact=True,
-            checked=readable,
-            read_back=stored,
+    return fact, about
+
+
+def _checked_write_policy(tenant_id: uuid.UUID, type: str, content: Any) -> WritePolicy | None:
+    """The type's write policy, once the content fits its schema."""
+    policy = _write_policy(tenant_id, type).first()
+    check_content([policy.content_schema if policy else None], content, type=type)
+    return policy
+
+
+def _cap_of(policy: WritePolicy | None) -> int | None:
+    """The bounded ring's size, for a cap-cull type."""
+    if policy is not None and policy.policy == WritePolicyKind.CAP_CULL:
+        return policy.max_records
+    return None
+
+
+def _write_again(
+    principal: Principal,
+    existing: Revision,
+    draft: Draft,
+    subjects: Sequence[SubjectInput] | None,
+    retention: RetentionInput | None,
+    tags: Sequence[str],
+) -> WriteResult:
+    """A write of content the fact already holds: unchanged, unless it brings something new
+    about it (a legal hold, tags, subjects, a source), which is never dropped: revisions are
+    immutable, so it is the fact's next revision."""
+    if not _adds_to(
+        existing, subjects=subjects, retention=retention, source=draft.source, tags=tags
+    ):
+        return WriteResult(existing, Outcome.UNCHANGED)
+    return fact_supersede(
+        principal=principal,
+        fact_id=existing.fact_id,
+        content=draft.content,
+        subjects=subjects,
+        valid_from=draft.valid_from,
+        valid_until=draft.valid_until,
+        observed_at=draft.observed_at,
+        retention=retention,
+        source=draft.source,
+        caused_by_log_id=draft.caused_by_log_id,
+        tags=tags,
+    )
+
+
+def _write_new_fact(
+    principal: Principal,
+    fact: Fact,
+    draft: Draft,
+    *,
+    subjects: list[SubjectInput],
+    retention: RetentionInput | None,
+    cap: int | None,
+    readers: Readers,
+    embedded: Embedded,
+) -> WriteResult:
+    """The fact, its first revision and subjects, written in one round trip, queued for review
+    where it must wait. The writer may only write where it could read: the same SQL guard as
+    every read, on the fact as written, in that round trip; a refusal undoes all three (this
+    service's savepoint, or the request's rollback: kindmem/transactions.py)."""
+    now = timezone.now()
+    fact.created_at = now
+    reasons, findings = agent_review(principal, fact, draft.content)
+    kept = Retention.of_policy(fact.tenant_id, fact.type).overridden_by(retention)
+    written = write_revision(
+        fact=fact,
+        version=1,
+        draft=draft,
+        who=attribution_of(principal),
+        subjects=subjects,
+        retention=kept,
+        expires_at=kept.expires_at(now),
+        review=Review.PENDING if reasons else None,
+        embedded=embedded,
+        now=now,
+        new_fact=True,
+        writable_for=readers,
+        read_back=True,
+    )
+    if not written.writable:
+        raise Forbidden(
+            "This credential may not write into that scope.", details={"scope": _scope_of(fact)}
         )
-        if not readable.rows:
-            raise Forbidden(
-                "This credential may not write into that scope.", details={"scope": resolved}
-            )
-        if cap is not None:
-            cap_cull(fact, cap, principal=principal, now=now)
-        created = WriteResult(revision, Outcome.CREATED, stored=stored.revision)
-        return _queued(principal, created, reasons, findings)
+    if cap is not None:
+        cap_cull(fact, cap, principal=principal, now=now)
+    created = WriteResult(written.revision, Outcome.CREATED, stored=written.stored)
+    return _queued(principal, created, reasons, findings)
+
+
+def _scope_of(fact: Fact) -> dict[str, Any]:
+    return {k: getattr(fact, k) for k in SCOPE_KEYS}
 
 
 def _create_reads(
@@ -283,7 +335,7 @@ def _create_reads(
     type: str,
     scope: Mapping[str, Any],
     subjects: Sequence[SubjectInput] | None,
-) -> list[prepared.Query]:
+) -> list[Read]:
     """What `fact_create` reads before it writes, from the request alone: the scope's
     containers, the writer's readers, the type's write and retention policies, the erasure holds
     of the persons the write is about. A request `fact_create` refuses before one of these reads
@@ -293,8 +345,8 @@ def _create_reads(
     reads = [
         *scope_queries(tenant_id, scope),
         *readers_queries(principal),
-        _write_policy_query(tenant_id, type),
-        retention_policy_query(tenant_id, type),
+        _write_policy(tenant_id, type),
+        retention_policy_of(tenant_id, type),
     ]
     if set(scope) <= set(SCOPE_KEYS):
         values = {k: (str(v) if v not in (None, "") else None) for k, v in scope.items()}
@@ -311,16 +363,12 @@ def _create_reads(
 
 def type_content_schema(tenant_id: uuid.UUID, type: str) -> dict[str, Any] | None:
     """The tenant's JSON Schema for this type's content (its write policy's), if it has one."""
-    policy = _write_policy((tenant_id, type)).first()
+    policy = _write_policy(tenant_id, type).first()
     return policy.content_schema if policy else None
 
 
-def _write_policy_query(tenant_id: uuid.UUID, type: str) -> prepared.Query:
-    return prepared.Query("write-policy", _write_policy, (tenant_id, type))
-
-
-def _write_policy(asked: tuple[uuid.UUID, str]) -> Any:
-    tenant_id, type = asked
+@compiled()
+def _write_policy(tenant_id: uuid.UUID, type: str) -> Any:
     return WritePolicy.objects.filter(tenant_id=tenant_id, fact_type=type).order_by("pk")[:1]
 
 
@@ -336,21 +384,32 @@ def dedup_scope_of(policy: WritePolicy | None) -> str:
     return DedupScope.SLOT
 
 
-def _duplicate(dedup: str, asked: tuple[Any, ...]) -> Revision | None:
-    """The live, readable revision this write would repeat, by the content's hash (its index
-    the plan whatever the values: a generic plan), under the type's dedup scope."""
-    key = asked[2]
-    if dedup == DedupScope.ENTITY and key is None:
+def _duplicate(dedup: str, fact: Fact, draft: Draft, readers: Readers) -> Revision | None:
+    """The live, readable revision this write of `fact` would repeat, by the content's hash,
+    under the type's dedup scope."""
+    if dedup == DedupScope.ENTITY and fact.key is None:
         return None  # a keyless write is a new entity: never collapsed into another
+    hash_ = content_hash(draft.content, draft.valid_from, draft.valid_until)
+    same = {f"fact__{k}": v for k, v in _scope_of(fact).items()}
+    now = timezone.now()
     if dedup == DedupScope.CONTENT:
-        return _first(prepared.fetch("fact-same-content", _same_content, asked, generic=True))
-    return _first(prepared.fetch("fact-same", _same, asked, generic=True))
+        return _same_content(fact.tenant_id, fact.type, hash_, same, readers, now).first()
+    return _same(fact.tenant_id, fact.type, fact.key, hash_, same, readers, now).first()
 
 
-def _same_content(inputs: tuple[Any, ...]) -> Any:
+# The dedup's two guarded reads: by the content's hash, its index the plan whatever the values
+# (a generic plan)
+@compiled(generic=True)
+def _same_content(
+    tenant_id: uuid.UUID,
+    type: str,
+    hash_: str,
+    same: dict[str, Any],
+    readers: Readers,
+    now: datetime,
+) -> Any:
     """`.first()` of the reader's live revisions of that type and scope with that content,
     under any slot key."""
-    tenant_id, type, _key, hash_, same, readers, now = inputs
     return (
         Revision.objects.of_tenant(tenant_id)
         .live(now)
@@ -361,10 +420,17 @@ def _same_content(inputs: tuple[Any, ...]) -> Any:
     )
 
 
-# fact_create's two guarded reads, compiled once per reader shape (kindmem.prepared).
-def _same(inputs: tuple[Any, ...]) -> Any:
+@compiled(generic=True)
+def _same(
+    tenant_id: uuid.UUID,
+    type: str,
+    key: str | None,
+    hash_: str,
+    same: dict[str, Any],
+    readers: Readers,
+    now: datetime,
+) -> Any:
     """`.first()` of the reader's live revisions of that type, slot, scope and content."""
-    tenant_id, type, key, hash_, same, readers, now = inputs
     return (
         Revision.objects.of_tenant(tenant_id)
         .live(now)
@@ -373,19 +439,6 @@ def _same(inputs: tuple[Any, ...]) -> Any:
         .select_related("fact")
         .order_by("pk")[:1]
     )
-
-
-def _fields(query: prepared.Query) -> tuple[Any, ...]:
-    return (query.key, query.build, query.inputs)
-
-
-def _first(rows: list[Any]) -> Any:
-    return rows[0] if rows else None
-
-
-def _readable_fact(inputs: tuple[Any, Readers]) -> Any:
-    fact_id, readers = inputs
-    return Fact.objects.filter(pk=fact_id).readable_by(readers).only("pk")[:1]
 
 
 @service_atomic
@@ -423,56 +476,29 @@ def fact_supersede(
     # Embedded before the fact's row lock is taken: no writer queues behind the network.
     embedded = embed_for_write(content)
     fact, current = lock_current(principal, fact_id)
-    check_run_may_alter(principal, fact, current)
-    check_expected(current, expected_version)
-    _check_validity(valid_from, valid_until)
-    check_content([type_content_schema(principal.tenant_id, fact.type)], content, type=fact.type)
-    given_subjects = list(subjects) if subjects is not None else None
-    subjects = given_subjects if given_subjects is not None else subjects_of(current)
-    assert_not_held(principal.tenant_id, persons_of_write(fact, subjects))
+    _check_may_supersede(
+        principal, fact, current, expected_version, content, valid_from, valid_until
+    )
+    about = list(subjects) if subjects is not None else subjects_of(current)
+    assert_not_held(principal.tenant_id, persons_of_write(fact, about))
     kept = Retention.of_revision(current)
     new_retention = kept.overridden_by(retention)
     check_may_weaken(principal, kept, new_retention)
     same_content = content_hash(content, valid_from, valid_until) == current.content_hash
     if same_content and not _adds_to(
-        current, subjects=given_subjects, retention=retention, source=source, tags=tags
+        current, subjects=subjects, retention=retention, source=source, tags=tags
     ):
         return WriteResult(current, Outcome.UNCHANGED)
-    new_tags = sorted(set(tags) - set(fact.tags))
-    if new_tags:
-        fact.tags = sorted({*fact.tags, *new_tags})
+    new_tags = _with_new_tags(fact, tags)
     reasons, findings = agent_review(principal, fact, content)
     waits = bool(reasons)
-    if waits and new_tags:
-        # Tags are the fact's, not a revision's: they cannot wait for a reviewer beside it.
-        raise Forbidden(
-            "New tags on this fact would be read before its review; write them without them.",
-            details={"tags": new_tags},
-        )
-    if new_tags:
-        Fact.objects.filter(pk=fact.pk).update(tags=fact.tags)
+    _save_new_tags(fact, new_tags, waits=waits)
     who = attribution_of(principal)
     now = timezone.now()
     if not waits:
         invalidate(current, by=who.label, reason=InvalidationReason.SUPERSEDED, now=now)
-    expires_at = new_retention.expires_at(fact.created_at)
-    trust: str | None = None
-    verified: Verification | None = None
-    approved_at = None
-    if same_content:
-        # the content a reviewer approved stays approved (a value that waits is not, yet)
-        approved_at = None if waits else current.approved_at
-        # Only what is said about the content changed: the content keeps the trust it had
-        # (an agent's write stays unverified), and its expiry unless the retention moved.
-        trust = who.trust if principal.kind == PrincipalKind.RUN else current.trust
-        if trust == Trust.VERIFIED:
-            if current.verified_by and current.verified_at:
-                verified = Verification(by=current.verified_by, at=current.verified_at)
-            expires_at = None if new_retention.legal_hold else new_retention.keep_until
-        elif new_retention == kept:
-            expires_at = current.expires_at
-    stored = ReadBack()  # what the response renders, read in the write's round trip
-    revision = write_revision(
+    carried = _carried_over(principal, fact, current, who, kept, new_retention, same_content, waits)
+    written = write_revision(
         fact=fact,
         version=next_version(fact),
         draft=Draft(
@@ -486,21 +512,98 @@ def fact_supersede(
             tool_call_id=tool_call_id,
         ),
         who=who,
-        subjects=subjects,
+        subjects=about,
         retention=new_retention,
-        expires_at=expires_at,
+        expires_at=carried.expires_at,
         # A value that waits supersedes nothing yet: `revision_approve` links it.
         supersedes=None if waits else current,
-        trust=trust,
-        verified=verified,
+        trust=carried.trust,
+        verified=carried.verified,
         review=Review.PENDING if waits else None,
-        approved_at=approved_at,
+        approved_at=carried.approved_at,
         embedded=embedded,
         now=now,
-        read_back=stored,
+        read_back=True,  # what the response renders, read in the write's round trip
     )
-    superseded = WriteResult(revision, Outcome.SUPERSEDED, stored=stored.revision)
+    superseded = WriteResult(written.revision, Outcome.SUPERSEDED, stored=written.stored)
     return _queued(principal, superseded, reasons, findings)
+
+
+def _check_may_supersede(
+    principal: Principal,
+    fact: Fact,
+    current: Revision,
+    expected_version: int | None,
+    content: Any,
+    valid_from: datetime | None,
+    valid_until: datetime | None,
+) -> None:
+    """Refuse a supersede the run may not make, of a fact that moved on, with a validity that
+    ends before it starts, or with content the type's schema refuses."""
+    check_run_may_alter(principal, fact, current)
+    check_expected(current, expected_version)
+    _check_validity(valid_from, valid_until)
+    check_content([type_content_schema(principal.tenant_id, fact.type)], content, type=fact.type)
+
+
+def _with_new_tags(fact: Fact, tags: Sequence[str]) -> list[str]:
+    """The tags of `tags` the fact lacks, added to it in memory (what the review reads)."""
+    new_tags = sorted(set(tags) - set(fact.tags))
+    if new_tags:
+        fact.tags = sorted({*fact.tags, *new_tags})
+    return new_tags
+
+
+def _save_new_tags(fact: Fact, new_tags: list[str], *, waits: bool) -> None:
+    """The fact's new tags, saved; refused for a value that waits for review: tags are the
+    fact's, not a revision's, and cannot wait for a reviewer beside it."""
+    if not new_tags:
+        return
+    if waits:
+        raise Forbidden(
+            "New tags on this fact would be read before its review; write them without them.",
+            details={"tags": new_tags},
+        )
+    Fact.objects.filter(pk=fact.pk).update(tags=fact.tags)
+
+
+@dataclass(frozen=True)
+class _Carried:
+    """What a next revision takes over from the current one."""
+
+    expires_at: datetime | None
+    trust: str | None = None  # None: the writer's
+    verified: Verification | None = None
+    approved_at: datetime | None = None
+
+
+def _carried_over(
+    principal: Principal,
+    fact: Fact,
+    current: Revision,
+    who: Attribution,
+    kept: Retention,
+    new_retention: Retention,
+    same_content: bool,
+    waits: bool,
+) -> _Carried:
+    """New content starts afresh (the writer's trust, the retention's expiry). The same
+    content with only what is said about it changed keeps the trust it had (an agent's write
+    stays unverified), its approval unless the new value waits, and its expiry unless the
+    retention moved."""
+    expires_at = new_retention.expires_at(fact.created_at)
+    if not same_content:
+        return _Carried(expires_at=expires_at)
+    trust = who.trust if principal.kind == PrincipalKind.RUN else current.trust
+    verified = None
+    if trust == Trust.VERIFIED:
+        if current.verified_by and current.verified_at:
+            verified = Verification(by=current.verified_by, at=current.verified_at)
+        expires_at = None if new_retention.legal_hold else new_retention.keep_until
+    elif new_retention == kept:
+        expires_at = current.expires_at
+    approved_at = None if waits else current.approved_at
+    return _Carried(expires_at, trust, verified, approved_at)
 
 
 def fact_patch(
@@ -519,7 +622,7 @@ def fact_patch(
     `conflict` rather than being overwritten by a patch computed from what it replaced."""
     current = _current_readable(principal, fact_id)
     check_expected(current, expected_version)
-    policy = _write_policy((principal.tenant_id, current.fact.type)).first()
+    policy = _write_policy(principal.tenant_id, current.fact.type).first()
     result = patched(
         content=current.content,
         valid_from=current.valid_from,
@@ -599,7 +702,7 @@ def fact_propose(
         review=Review.PENDING,
         embedded=embedded,
         now=now,
-    )
+    ).revision
     return _queued(principal, WriteResult(revision, Outcome.SUPERSEDED), why, findings)
 
 
@@ -654,8 +757,7 @@ def fact_verify(
     now = timezone.now()
     invalidate(current, by=who.label, reason=InvalidationReason.SUPERSEDED, now=now)
     retention = Retention.of_revision(current)
-    stored = ReadBack()
-    revision = write_revision(
+    written = write_revision(
         fact=fact,
         version=next_version(fact),
         draft=Draft(
@@ -677,9 +779,9 @@ def fact_verify(
         approved_at=current.approved_at,  # the same content: approved if it was
         embedded=embedded_copy(current),
         now=now,
-        read_back=stored,
+        read_back=True,
     )
-    return WriteResult(revision, Outcome.VERIFIED, stored=stored.revision)
+    return WriteResult(written.revision, Outcome.VERIFIED, stored=written.stored)
 
 
 @service_atomic

@@ -209,7 +209,7 @@ def slot_write(
                 trust=Trust.UNVERIFIED,
                 review=Review.PENDING if pending else None,
                 now=now,
-            )
+            ).revision
     except IntegrityError:
         # A concurrent call with this run and tool call committed first: answer with its result.
         first = replayed(tenant_id, run, tool_call_id)

@@ -37,7 +37,6 @@ from facts.serializers import (
     LinkUpdateInput,
     RevisionListOutput,
 )
-from kindmem import prepared
 from kindmem.access import Principal, readers_for
 from kindmem.cursors import cursor_encode
 from kindmem.errors import FactNotFound, Forbidden
@@ -106,10 +105,8 @@ def _write_response(
 ) -> Response:
     code = status.HTTP_200_OK if result.outcome == services.Outcome.UNCHANGED else created_status
     # as stored (JSON as the database keeps it): read in the write's own round trip where it
-    # could be, else now (compiled once: kindmem.prepared)
-    revision = result.stored
-    if revision is None:
-        [[revision]] = prepared.fetch_together(stored_revision(result.revision.pk))
+    # could be, else now
+    revision = result.stored or stored_revision(result.revision.pk).first()
     attach_subjects([revision])
     audit_revisions(view, [revision])
     view.audit.query_snapshot = {"outcome": result.outcome, "version": revision.version}

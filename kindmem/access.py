@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
-from kindmem import prepared
+from kindmem.compiled import Read, compiled
 
 if TYPE_CHECKING:
     from kindmem.models import ApiKey, Run, User
@@ -107,8 +107,8 @@ def readers_for(principal: Principal) -> Readers:
         user = principal.user
         assert user is not None
         user_projects, user_orgs = readers_queries(principal)
-        projects = [(p.id, p.org_id) for p in _fetch(user_projects)]
-        org_ids = {o.id for o in _fetch(user_orgs)}
+        projects = [(p.id, p.org_id) for p in user_projects.all()]
+        org_ids = {o.id for o in user_orgs.all()}
         return Readers(
             project_ids=_ids(p for p, _ in projects),
             org_ids=_ids(org_ids | {o for _, o in projects}),
@@ -116,7 +116,7 @@ def readers_for(principal: Principal) -> Readers:
         )
     if principal.kind == PrincipalKind.APP:
         [key_projects] = readers_queries(principal)
-        projects = [(p.id, p.org_id) for p in _fetch(key_projects)]
+        projects = [(p.id, p.org_id) for p in key_projects.all()]
         project_ids = _ids(p for p, _ in projects)
         return Readers(
             project_ids=project_ids,
@@ -126,48 +126,39 @@ def readers_for(principal: Principal) -> Readers:
     raise ValueError(f"unknown principal kind {principal.kind!r}")
 
 
-def readers_queries(principal: Principal) -> tuple[prepared.Query, ...]:
+def readers_queries(principal: Principal) -> tuple[Read, ...]:
     """The reads `readers_for` makes for `principal` (none for an admin key or a run), for a
-    caller that reads them ahead with others (`prepared.fetched_ahead`)."""
+    caller that reads them ahead with others (`kindmem.compiled.read_ahead`)."""
     if principal.kind == PrincipalKind.USER:
         assert principal.user is not None
-        asked = (principal.tenant_id, principal.user.pk)
         return (
-            prepared.Query("readers-user", _user_projects, asked),
-            prepared.Query("readers-user-orgs", _user_orgs, asked),
+            _user_projects(principal.tenant_id, principal.user.pk),
+            _user_orgs(principal.tenant_id, principal.user.pk),
         )
     if principal.kind == PrincipalKind.APP:
         assert principal.api_key is not None
-        return (
-            prepared.Query(
-                "readers-app", _key_projects, (principal.tenant_id, principal.api_key.pk)
-            ),
-        )
+        return (_key_projects(principal.tenant_id, principal.api_key.pk),)
     return ()
 
 
-def _fetch(query: prepared.Query) -> list[Any]:
-    return prepared.fetch(query.key, query.build, query.inputs)
-
-
-# A key's or a user's containers, read on every request of theirs: compiled once
-# (kindmem.prepared), each the query its related manager makes.
-def _user_projects(asked: tuple[uuid.UUID, Any]) -> Any:
+# A key's or a user's containers, read on every request of theirs, each the query its related
+# manager makes.
+@compiled()
+def _user_projects(tenant_id: uuid.UUID, user_id: Any) -> Any:
     from kindmem.models import Project
 
-    tenant_id, user_id = asked
     return Project.objects.filter(tenant_id=tenant_id, members=user_id).only("id", "org_id")
 
 
-def _user_orgs(asked: tuple[uuid.UUID, Any]) -> Any:
+@compiled()
+def _user_orgs(tenant_id: uuid.UUID, user_id: Any) -> Any:
     from kindmem.models import Org
 
-    tenant_id, user_id = asked
     return Org.objects.filter(tenant_id=tenant_id, members=user_id).only("id")
 
 
-def _key_projects(asked: tuple[uuid.UUID, Any]) -> Any:
+@compiled()
+def _key_projects(tenant_id: uuid.UUID, key_id: Any) -> Any:
     from kindmem.models import Project
 
-    tenant_id, key_id = asked
     return Project.objects.filter(tenant_id=tenant_id, app_keys=key_id).only("id", "org_id")

@@ -10,7 +10,7 @@ class KindmemConfig(AppConfig):
         from django.utils.module_loading import autodiscover_modules
 
         from kindmem import schema  # noqa: F401 - registers the Bearer scheme with the schema
-        from kindmem.prepared import register_vector_params
+        from kindmem.compiled.statements import register_vector_params
 
         connection_created.connect(register_vector_params, dispatch_uid="kindmem-vector-params")
 

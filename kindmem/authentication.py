@@ -8,8 +8,8 @@ from typing import Any
 from django.utils import timezone
 from rest_framework import authentication, exceptions
 
-from kindmem import prepared
 from kindmem.access import Principal, PrincipalKind
+from kindmem.compiled import compiled, fetch_after
 from kindmem.credentials import API_KEY_MARKER, matches, split_token
 from kindmem.models import ApiKey, Run
 from kindmem.row_security import credential_entered, credential_entry
@@ -38,14 +38,9 @@ class BearerAuthentication(authentication.BaseAuthentication):
         # credential's row is read in the same round trip, by the statement after the one
         # that raised the wall: the server plans and runs it under the wall, as if sent apart.
         is_key = marker == API_KEY_MARKER
-        entered, [found] = prepared.fetch_after(
+        entered, [found] = fetch_after(
             credential_entry("key" if is_key else "run", prefix),
-            prepared.Query(
-                "auth-api-key" if is_key else "auth-run",
-                _api_key_query if is_key else _run_query,
-                prefix,
-                generic=True,  # by the unique prefix: one plan for every credential
-            ),
+            (api_key_of if is_key else run_of)(prefix),
         )
         credential_entered(entered[0])
         credential = found[0] if found else None
@@ -91,12 +86,15 @@ class BearerAuthentication(authentication.BaseAuthentication):
         return Principal(kind=PrincipalKind.RUN, tenant_id=run.tenant_id, run=run, user=run.user)
 
 
-# Every request looks its credential up: compiled once (kindmem.prepared), as `.first()` would.
-def _api_key_query(prefix: str) -> Any:
+# Every request looks its credential up, as `.first()` would; by the unique prefix: one plan for
+# every credential (`generic`)
+@compiled(generic=True)
+def api_key_of(prefix: str) -> Any:
     return ApiKey.objects.select_related("user").filter(prefix=prefix).order_by("pk")[:1]
 
 
-def _run_query(prefix: str) -> Any:
+@compiled(generic=True)
+def run_of(prefix: str) -> Any:
     return (
         Run.objects.select_related("project", "agent", "user", "minted_by__user")
         .filter(token_prefix=prefix)

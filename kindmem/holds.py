@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from django.db.models import CharField, Exists, OuterRef, Q, QuerySet
 from django.db.models.functions import Cast
 
-from kindmem import prepared
+from kindmem.compiled import Read, compiled
 from kindmem.errors import ErasureInProgress
 from kindmem.models import ErasureHold, SubjectKind
 from kindmem.subjects import Subject
@@ -57,22 +57,22 @@ def held_subjects(tenant_id: uuid.UUID, subjects: Iterable[Subject]) -> set[Subj
     query = holds_query(tenant_id, subjects)
     if query is None:
         return set()
-    rows = prepared.fetch(query.key, query.build, query.inputs)
+    rows = query.all()
     return {Subject(SubjectKind(row.subject_kind), row.subject_id) for row in rows}
 
 
-def holds_query(tenant_id: uuid.UUID, subjects: Iterable[Subject]) -> prepared.Query | None:
+def holds_query(tenant_id: uuid.UUID, subjects: Iterable[Subject]) -> Read | None:
     """The read `held_subjects` makes (None: no subjects, no read), for a caller that reads it
-    ahead with others (`prepared.fetched_ahead`)."""
+    ahead with others (`kindmem.compiled.read_ahead`)."""
     wanted = tuple(sorted({(str(s.kind), s.id) for s in subjects}))
     if not wanted:
         return None
-    # every write asks this: compiled once per number of subjects (kindmem.prepared)
-    return prepared.Query("holds-of-subjects", _holds_of, (tenant_id, wanted))
+    return _holds_of(tenant_id, wanted)
 
 
-def _holds_of(asked: tuple[uuid.UUID, tuple[tuple[str, str], ...]]) -> QuerySet:
-    tenant_id, wanted = asked
+# every write asks this: compiled once per number of subjects
+@compiled()
+def _holds_of(tenant_id: uuid.UUID, wanted: tuple[tuple[str, str], ...]) -> QuerySet:
     condition = Q()
     for kind, subject_id in wanted:
         condition |= Q(subject_kind=kind, subject_id=subject_id)

@@ -33,7 +33,7 @@ AUDIT_QUERIES = 3
 AUDIT_READ_QUERIES = 1
 # What a Bearer request adds for row security: the statement that enters the credential's
 # tenant, sent in one round trip with the credential's lookup (a prepared statement each, in one
-# pipeline: kindmem.prepared), which tests count as the key's (or run's) statement, and the one
+# pipeline: kindmem.compiled), which tests count as the key's (or run's) statement, and the one
 # that leaves it when the request ends (kindmem/row_security.py).
 TENANT_QUERIES = 2
 

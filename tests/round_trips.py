@@ -8,18 +8,20 @@ from typing import Any
 
 from django.db import connection
 
+from kindmem.compiled.statements import open_pipeline
+
 
 @contextmanager
 def round_trips() -> Iterator[list[list[str]]]:
     """The statements the block sent, grouped by round trip: the statements of one psycopg
-    pipeline (kindmem.prepared's prepared statements) share one; any other is one of its own
+    pipeline (kindmem.compiled's prepared statements) share one; any other is one of its own
     (a message of several statements is one statement to Django)."""
     trips: list[list[str]] = []
     last: list[Any] = [None]
 
     def record(execute: Any, sql: str, params: Any, many: bool, context: Any) -> Any:
-        pipeline = connection.connection._pipeline
-        if pipeline is not None and pipeline is last[0]:
+        pipeline = open_pipeline()
+        if pipeline is not None and pipeline == last[0]:
             trips[-1].append(sql)
         else:
             trips.append([sql])

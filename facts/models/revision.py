@@ -328,7 +328,7 @@ class Revision(models.Model):
             ),
             # a write's dedup (`facts.services._same`): the current revision of the same content,
             # found by its hash whatever the size of the writer's scope, on one plan for any
-            # values (a generic plan: kindmem.prepared); without it, the scope's every fact
+            # values (a generic plan: kindmem.compiled); without it, the scope's every fact
             models.Index(
                 fields=["tenant", "content_hash"],
                 condition=Q(invalidated_at__isnull=True),

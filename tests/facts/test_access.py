@@ -14,8 +14,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from facts.models import Fact, Revision, Subject
-from kindmem import prepared
 from kindmem.access import Readers
+from kindmem.compiled import compiled
 from kindmem.models import ErasureHold
 from tests import factories
 from tests.facts.conftest import fact_insert
@@ -205,14 +205,9 @@ def test_sql_guard_returns_exactly_what_the_reference_allows(
                     rid for rid, _, scope, subj in expected_rows if reference(scope, subj, held, r)
                 }
                 assert got == want, (r, facts, held)
-                # and the same guard compiled once per reader shape (kindmem.prepared), its
+                # and the same guard compiled once per reader shape (kindmem.compiled), its
                 # SQL reused across examples with other readers, ids and tenants
-                prepared_ids = {
-                    row.id
-                    for row in prepared.fetch(
-                        "test-access-guard", _guarded, (c.tenant.id, r, timezone.now())
-                    )
-                }
+                prepared_ids = {row.id for row in _guarded(c.tenant.id, r, timezone.now()).all()}
                 assert prepared_ids == want, (r, facts, held)
                 fact_ids = set(
                     Fact.objects.of_tenant(c.tenant.id).readable_by(r).values_list("id", flat=True)
@@ -222,22 +217,19 @@ def test_sql_guard_returns_exactly_what_the_reference_allows(
                     for _, fid, scope, _ in expected_rows
                     if reference(scope, frozenset(), held, r)
                 }
-                assert {
-                    f.id
-                    for f in prepared.fetch("test-access-facts", _guarded_facts, (c.tenant.id, r))
-                } == fact_ids
+                assert {f.id for f in _guarded_facts(c.tenant.id, r).all()} == fact_ids
             raise Rollback
     except Rollback:
         pass
 
 
-def _guarded(inputs: tuple[Any, Readers, Any]) -> Any:
-    tenant_id, r, now = inputs
+@compiled()
+def _guarded(tenant_id: Any, r: Readers, now: Any) -> Any:
     return Revision.objects.of_tenant(tenant_id).live(now).readable_by(r).only("id")
 
 
-def _guarded_facts(inputs: tuple[Any, Readers]) -> Any:
-    tenant_id, r = inputs
+@compiled()
+def _guarded_facts(tenant_id: Any, r: Readers) -> Any:
     return Fact.objects.of_tenant(tenant_id).readable_by(r).only("id")
 
 

@@ -49,7 +49,7 @@ def search(api: Any, run: Any, mode: str) -> Any:
 # statement (its tenant lock and policy, its insert); the tenant cleared when the request ends.
 # It runs in autocommit, each statement its own transaction (AuditedView.reads_in_autocommit: it
 # writes nothing but its event). Statements that travel together are prepared statements in one
-# pipeline (kindmem.prepared); the HNSW settings are the session's (facts.search.SCAN_SETTINGS).
+# pipeline (kindmem.compiled); the HNSW settings are the session's (facts.search.SCAN_SETTINGS).
 # (Before issue 16's item 6: 12 and 13, with the tenant apart from the run, the leg's own
 # savepoint, the settings, each leg, the subjects and the audit's lock apart; 6 with the view's
 # transaction.)

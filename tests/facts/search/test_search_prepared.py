@@ -1,4 +1,4 @@
-"""The keyword leg as a prepared statement (kindmem.prepared): planned for its values on every
+"""The keyword leg as a prepared statement (kindmem.compiled): planned for its values on every
 execution (the session's `plan_cache_mode`, config/settings.py), so each word of the query is
 parsed once, at planning, as when it was sent as a plain statement; never once per row a
 generic plan scores."""
@@ -11,7 +11,7 @@ import pytest
 from django.db import connection
 
 from facts.search import FactSearch, fact_search
-from kindmem import prepared
+from kindmem import compiled
 from kindmem.access import readers_for
 from tests.facts.search.conftest import plant
 
@@ -57,7 +57,7 @@ def test_a_prepared_keyword_search_parses_its_words_once(world) -> None:
 
     # when: the leg runs as a prepared statement, more times than PostgreSQL's plan cache
     # takes before it would consider a generic plan (5)
-    prepared.forget()
+    compiled.forget()
     runs = [keyword_hits(world, "does coffee") for _ in range(7)]
 
     # then: the same ten hits and scores every time, and the stop word parsed a bounded number

@@ -1,4 +1,4 @@
-"""Compiled shapes run as prepared statements (kindmem/prepared.py, settings.PREPARED_STATEMENTS):
+"""Compiled shapes run as prepared statements (kindmem.compiled, settings.PREPARED_STATEMENTS):
 planned once per connection, several sent in one pipeline, the same rows as without."""
 
 from __future__ import annotations
@@ -15,19 +15,22 @@ from psycopg.pq import Format
 
 from facts import services
 from facts.models import Revision
-from kindmem import prepared
+from kindmem import compiled as engine
 from kindmem.access import Readers
+from kindmem.compiled import compiled
+from kindmem.compiled.shapes import compiled_shapes
+from kindmem.compiled.statements import open_pipeline
 
 pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture(autouse=True)
 def fresh_shapes() -> None:
-    prepared.forget()
+    engine.forget()
 
 
-def readable(inputs: tuple[Any, Readers, Any]) -> Any:
-    tenant_id, readers, now = inputs
+@compiled()
+def readable(tenant_id: Any, readers: Readers, now: Any) -> Any:
     return Revision.objects.of_tenant(tenant_id).live(now).readable_by(readers).order_by("id")
 
 
@@ -58,14 +61,14 @@ def test_a_shape_is_one_prepared_statement_for_every_reader_of_it(world) -> None
     now = timezone.now()
 
     # when: each reads through the same shape
-    first = prepared.fetch("t-prepared", readable, (world.tenant.id, reader_of(world, "p-1"), now))
-    second = prepared.fetch("t-prepared", readable, (world.tenant.id, reader_of(world, "p-2"), now))
+    first = readable(world.tenant.id, reader_of(world, "p-1"), now).all()
+    second = readable(world.tenant.id, reader_of(world, "p-2"), now).all()
 
     # then: each got its own rows, from one statement the server holds prepared, its values
     # bound as parameters ($n), none written into its text
     assert [r.pk for r in first] == [mine.pk]
     assert [r.pk for r in second] == [theirs.pk]
-    [template] = [t for k, t in prepared._templates.items() if k[0] == "t-prepared"]
+    [template] = compiled_shapes(readable(world.tenant.id, reader_of(world, "p-1"), now).key)
     numbered = iter(range(1, 10_000))
     as_prepared = re.sub("%s", lambda _: f"${next(numbered)}", template.sql)
     assert prepared_texts().count(as_prepared) == 1
@@ -78,18 +81,18 @@ def test_queries_fetched_together_travel_in_one_pipeline(world) -> None:
     note(world, "mine", "p-1")
     now = timezone.now()
     queries = [
-        prepared.Query("t-one", readable, (world.tenant.id, reader_of(world, "p-1"), now)),
-        prepared.Query("t-two", readable, (world.tenant.id, reader_of(world, "p-2"), now)),
+        readable(world.tenant.id, reader_of(world, "p-1"), now),
+        readable(world.tenant.id, reader_of(world, "p-2"), now),
     ]
     pipelines: list[Any] = []
 
     def record(execute: Any, sql: str, params: Any, many: bool, context: Any) -> Any:
-        pipelines.append(connection.connection._pipeline)
+        pipelines.append(open_pipeline())
         return execute(sql, params, many, context)
 
     # when: they are fetched together
     with connection.execute_wrapper(record):
-        one, two = prepared.fetch_together(*queries)
+        one, two = engine.fetch_together(*queries)
 
     # then: both statements went in the same pipeline (one round trip), each with its rows
     assert len(pipelines) == 2
@@ -104,15 +107,14 @@ def test_with_prepared_statements_off_the_same_rows_come_by_client_side_binding(
     note(world, "mine", "p-1")
     note(world, "more of mine", "p-1")
     inputs = (world.tenant.id, reader_of(world, "p-1"), timezone.now())
-    on = [r.pk for r in prepared.fetch("t-off", readable, inputs)]
+    on = [r.pk for r in readable(*inputs).all()]
     connection.connection.execute("DEALLOCATE ALL")
-    connection.connection._prepared.clear()
 
     # when: the connection has psycopg's preparing off (KINDMEM_PREPARED_STATEMENTS=0)
     threshold = connection.connection.prepare_threshold
     connection.connection.prepare_threshold = None
     try:
-        off = [r.pk for r in prepared.fetch("t-off", readable, inputs)]
+        off = [r.pk for r in readable(*inputs).all()]
         held = prepared_texts()
     finally:
         connection.connection.prepare_threshold = threshold
@@ -149,9 +151,8 @@ def test_lookups_keep_a_generic_plan_and_searches_are_planned_for_their_values(
     # given: the hashing embedder, and a fact to find
     settings.EMBEDDER = "hashing"
     note(world, "likes green tea", "p-1")
-    prepared.forget()
+    engine.forget()
     connection.connection.execute("DEALLOCATE ALL")
-    connection.connection._prepared.clear()
 
     # when: an app searches more times than PostgreSQL plans for the values before it considers
     # a generic plan (5)
@@ -190,8 +191,7 @@ def test_a_writes_dedup_keeps_a_generic_plan_that_finds_the_content_by_its_index
     for i in range(20):
         note(world, f"earlier note {i}", "p-1")
     connection.connection.execute("DEALLOCATE ALL")
-    connection.connection._prepared.clear()
-    prepared.forget()
+    engine.forget()
 
     # when: an app writes into that scope more times than PostgreSQL plans for the values
     # before it considers a generic plan (5)
@@ -259,7 +259,7 @@ def test_a_semantic_search_sends_its_vector_in_binary_and_finds_what_text_found(
     with connection.execute_wrapper(record):
         as_binary = [(h.revision.pk, round(h.score, 6)) for h in fact_search(search=search)]
 
-    # then: its vector went as pgvector's Vector (binary on the wire: kindmem.prepared), no
+    # then: its vector went as pgvector's Vector (binary on the wire: kindmem.compiled), no
     # vector was written out as text, and the hits and scores are the same
     assert any(isinstance(p, Vector) for p in sent)
     assert not any(isinstance(p, str) and p.startswith("[") for p in sent)

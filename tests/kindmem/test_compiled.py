@@ -1,5 +1,5 @@
-"""Queries compiled once per shape (kindmem/prepared.py): reused with other values, and
-refused where reuse would be wrong."""
+"""Queries compiled once per shape (kindmem.compiled): reused with other values, and refused
+where reuse would be wrong."""
 
 from __future__ import annotations
 
@@ -12,8 +12,10 @@ from django.utils import timezone
 
 from facts import services
 from facts.models import Revision
-from kindmem import prepared
+from kindmem import compiled as engine
 from kindmem.access import Readers
+from kindmem.compiled import Read, compiled
+from kindmem.compiled.shapes import compiled_shapes
 from kindmem.models import Org, Project
 from tests import factories
 
@@ -22,11 +24,11 @@ pytestmark = pytest.mark.django_db
 
 @pytest.fixture(autouse=True)
 def fresh_shapes() -> None:
-    prepared.forget()
+    engine.forget()
 
 
-def compiled(key: str) -> list[Any]:
-    return [t for k, t in prepared._templates.items() if k[0] == key]
+def shapes(read: Read) -> list[Any]:
+    return compiled_shapes(read.key)
 
 
 def note(principal: Any, text: str, scope: dict[str, str]) -> Revision:
@@ -35,8 +37,8 @@ def note(principal: Any, text: str, scope: dict[str, str]) -> Revision:
     ).revision
 
 
-def readable(inputs: tuple[Any, Readers, Any]) -> Any:
-    tenant_id, readers, now = inputs
+@compiled()
+def readable(tenant_id: Any, readers: Readers, now: Any) -> Any:
     return Revision.objects.of_tenant(tenant_id).live(now).readable_by(readers).order_by("id")
 
 
@@ -56,11 +58,11 @@ def test_one_shape_serves_every_reader_of_it_with_its_own_rows(world) -> None:
 
     # when: each reads through the same shape, one after the other
     now = timezone.now()
-    first = prepared.fetch("t-guard", readable, (world.tenant.id, reader("p-1"), now))
-    second = prepared.fetch("t-guard", readable, (world.tenant.id, reader("p-2"), now))
+    first = readable(world.tenant.id, reader("p-1"), now).all()
+    second = readable(world.tenant.id, reader("p-2"), now).all()
 
     # then: one compiled query, and each reader got only its own fact
-    assert len(compiled("t-guard")) == 1
+    assert len(shapes(readable(world.tenant.id, reader("p-1"), now))) == 1
     assert [r.pk for r in first] == [mine.pk]
     assert [r.pk for r in second] == [theirs.pk]
 
@@ -86,14 +88,14 @@ def test_ids_equal_across_reader_fields_are_a_shape_of_their_own(world) -> None:
 
     # when: both read
     now = timezone.now()
-    got_same = prepared.fetch("t-guard", readable, (world.tenant.id, same, now))
-    got_different = prepared.fetch("t-guard", readable, (world.tenant.id, different, now))
+    got_same = readable(world.tenant.id, same, now).all()
+    got_different = readable(world.tenant.id, different, now).all()
 
     # then: two shapes, and each reader gets what the ORM gives it
-    assert len(compiled("t-guard")) == 2
+    assert len(shapes(readable(world.tenant.id, same, now))) == 2
     for readers, got in ((same, got_same), (different, got_different)):
         assert [r.pk for r in got] == [
-            r.pk for r in readable((world.tenant.id, readers, timezone.now()))
+            r.pk for r in readable(world.tenant.id, readers, timezone.now()).queryset()
         ]
     assert {r.pk for r in got_different} == {wide.pk, person.pk}
 
@@ -102,50 +104,52 @@ def test_a_query_that_takes_its_own_time_is_never_reused(world) -> None:
     # given: a fact, and a query that asks for live revisions without being given "now"
     revision = note(world.admin.principal, "x", {})
 
+    @compiled()
     def stale(tenant_id: Any) -> Any:
         return Revision.objects.of_tenant(tenant_id).live()
 
-    # when: it runs twice through fetch
+    # when: it runs twice
     for _ in range(2):
-        got = prepared.fetch("t-stale", stale, world.tenant.id)
+        got = stale(world.tenant.id).all()
 
         # then: it answers, through the ORM each time: its time would go stale if reused
         assert [r.pk for r in got] == [revision.pk]
-    assert compiled("t-stale") == [None]
+    assert shapes(stale(world.tenant.id)) == [None]
 
 
 def test_a_value_written_into_the_sql_is_never_reused(world) -> None:
     # given: a query that puts its value into the SQL text rather than a parameter
     revision = note(world.admin.principal, "inline", {})
 
+    @compiled()
     def inline(content_hash: str) -> Any:
         return Revision.objects.extra(where=[f"content_hash = '{content_hash}'"])  # noqa: S610
 
     # when / then: it answers for each value, and is not compiled for reuse
-    assert [r.pk for r in prepared.fetch("t-inline", inline, revision.content_hash)] == [
-        revision.pk
-    ]
-    assert prepared.fetch("t-inline", inline, "0" * 64) == []
-    assert compiled("t-inline") == [None]
+    assert [r.pk for r in inline(revision.content_hash).all()] == [revision.pk]
+    assert inline("0" * 64).all() == []
+    assert shapes(inline("0" * 64)) == [None]
 
 
 def test_a_shape_the_orm_answers_without_sql_runs_no_query(
     world, django_assert_num_queries
 ) -> None:
     # given: a query that an empty id list makes empty (Django runs no SQL for it)
+    @compiled()
     def by_ids(ids: tuple[uuid.UUID, ...]) -> Any:
         return Revision.objects.filter(Q(id__in=ids))
 
     # when / then: no statement, and nothing found
     with django_assert_num_queries(0):
-        assert prepared.fetch("t-empty", by_ids, ()) == []
-        assert prepared.fetch("t-empty", by_ids, ()) == []
+        assert by_ids(()).all() == []
+        assert by_ids(()).all() == []
 
 
 def test_rows_come_back_as_the_orm_makes_them(world) -> None:
     # given: a fact with a subject, read with its fact selected and an annotation
     revision = note(world.admin.principal, {"text": "tea"}, {})
 
+    @compiled()
     def with_fact(pk: uuid.UUID) -> Any:
         from django.db.models import Value
 
@@ -158,17 +162,17 @@ def test_rows_come_back_as_the_orm_makes_them(world) -> None:
 
     # when: read twice (compiled, then reused)
     for _ in range(2):
-        [got] = prepared.fetch("t-rows", with_fact, revision.pk)
+        [got] = with_fact(revision.pk).all()
 
         # then: the same model, its related fact loaded, its annotation set, JSON decoded
-        expected = with_fact(revision.pk).get()
+        expected = with_fact(revision.pk).queryset().get()
         assert got.pk == expected.pk
         assert got.content == {"text": "tea"}
         assert got.fact.type == "note"
         assert got.fact.tenant_id == world.tenant.id
         assert got.marker == 7
         assert got.created_at == expected.created_at
-    assert len(compiled("t-rows")) == 1
+    assert len(shapes(with_fact(revision.pk))) == 1
 
 
 def test_a_new_tenant_reuses_the_shape_and_sees_only_its_own(world, other_world) -> None:
@@ -178,11 +182,11 @@ def test_a_new_tenant_reuses_the_shape_and_sees_only_its_own(world, other_world)
 
     # when: each tenant's admin reads through one shape
     now = timezone.now()
-    a = prepared.fetch("t-guard", readable, (world.tenant.id, Readers(all=True), now))
-    b = prepared.fetch("t-guard", readable, (other_world.tenant.id, Readers(all=True), now))
+    a = readable(world.tenant.id, Readers(all=True), now).all()
+    b = readable(other_world.tenant.id, Readers(all=True), now).all()
 
     # then: one shape, one tenant's rows each
-    assert len(compiled("t-guard")) == 1
+    assert len(shapes(readable(world.tenant.id, Readers(all=True), now))) == 1
     assert [r.pk for r in a] == [mine.pk]
     assert [r.pk for r in b] == [theirs.pk]
 
@@ -197,7 +201,9 @@ def test_a_run_token_is_looked_up_through_its_compiled_query(api, world) -> None
         assert api.get("/v1/facts", **run.headers).status_code == 200
 
     # then: one compiled lookup served both credentials
-    assert len(compiled("auth-run")) == 1
+    from kindmem.authentication import run_of
+
+    assert len(shapes(run_of("any"))) == 1
 
 
 @pytest.mark.parametrize(
@@ -211,15 +217,17 @@ def test_a_value_inside_a_parameter_built_from_it_is_never_reused(world, lookup)
     # given: a fact, and a query whose parameter is made from the value, not the value itself
     revision = note(world.admin.principal, {"text": "green tea"}, {})
 
+    @compiled()
     def matching(text: str) -> Any:
         return Revision.objects.filter(lookup(text))
 
     # when / then: each value gets its own answer, and the query is not compiled for reuse
-    assert [r.pk for r in prepared.fetch("t-built", matching, "green tea")] == [revision.pk]
-    assert prepared.fetch("t-built", matching, "black coffee") == []
-    assert compiled("t-built") == [None]
+    assert [r.pk for r in matching("green tea").all()] == [revision.pk]
+    assert matching("black coffee").all() == []
+    assert shapes(matching("black coffee")) == [None]
 
 
+@compiled()
 def projects_of(tenant_id: Any) -> Any:
     return Project.objects.filter(tenant_id=tenant_id).order_by("id")
 
@@ -229,26 +237,26 @@ def test_a_read_fetched_ahead_is_taken_from_there_once(world) -> None:
     from django.test.utils import CaptureQueriesContext
 
     tenant_id = world.tenant.id
-    ahead = prepared.Query("projects-ahead", projects_of, tenant_id)
-    expected = list(projects_of(tenant_id))
+    expected = list(projects_of(tenant_id).queryset())
 
-    with CaptureQueriesContext(connection) as captured, prepared.fetched_ahead(ahead):
+    with CaptureQueriesContext(connection) as captured, engine.read_ahead(projects_of(tenant_id)):
         # given: one read ahead (one statement)
-        read_ahead = len(captured)
+        ahead = len(captured)
         # when: the code asks for it, then asks again, then asks something unforeseen
-        first = prepared.fetch("projects-ahead", projects_of, tenant_id)
+        first = projects_of(tenant_id).all()
         after_first = len(captured)
-        second = prepared.fetch("projects-ahead", projects_of, tenant_id)
-        other = prepared.fetch("projects-ahead", projects_of, uuid.uuid4())
+        second = projects_of(tenant_id).all()
+        other = projects_of(uuid.uuid4()).all()
 
     # then: the first ask took the rows read ahead; the second and the unforeseen one read
-    assert read_ahead == 1
+    assert ahead == 1
     assert after_first == 1
     assert len(captured) == 3
     assert [p.id for p in first] == [p.id for p in second] == [p.id for p in expected]
     assert other == []
 
 
+@compiled()
 def projects_of_org(org_id: Any) -> Any:
     return Project.objects.filter(org_id=org_id).order_by("name")
 
@@ -262,9 +270,7 @@ def test_new_rows_and_a_read_after_them_go_in_one_round_trip(world) -> None:
 
     # when: they are inserted and their org's projects read after them
     with round_trips() as trips:
-        [read] = prepared.insert_together(
-            [org], projects, then=[prepared.Query("projects-of-org", projects_of_org, org.id)]
-        )
+        [read] = engine.insert([org], projects, then=[projects_of_org(org.id)])
 
     # then: one round trip, the read saw the rows, and the instances are saved ones
     assert len(trips) == 1, listed(trips)
@@ -291,7 +297,7 @@ def test_inserted_rows_get_their_returned_columns(world) -> None:
     ]
 
     # when: inserted together
-    assert prepared.insert_together(rows) == []
+    assert engine.insert(rows) == []
 
     # then: each has the key the database gave it, as bulk_create would set it
     stored = dict(Subject.objects.filter(revision=revision).values_list("subject_id", "id"))
