@@ -23,15 +23,15 @@ from django.utils.html import format_html, format_html_join
 from django.utils.timesince import timesince
 from django.views.decorators.http import require_POST
 
+from api.errors import KindmemError, ValidationFailed
 from approvals.evidence import Evidence, evidence_attach, shown_messages, with_replaced
 from approvals.highlight import highlight
 from approvals.models import Approval, ApprovalQuerySet, ApprovalStatus
 from approvals.services import Decision, approval_decide, console_principal
 from audit.console import console_read_record
+from console.tenant_wall import TenantScopedAdmin, console_scope, person_link
 from facts.models import unshown
 from facts.review_reasons import REASONS
-from kindmem.console import TenantScopedAdmin, console_scope, person_link
-from kindmem.errors import KindmemError, ValidationFailed
 
 # The console's three decisions: (the service's decision, verify) and what the message says.
 CHOICES = {
@@ -110,7 +110,7 @@ class ApprovalAdmin(TenantScopedAdmin):
     list_filter = [
         StatusFilter,
         ReasonFilter,
-        "agent",  # choices from the user's tenant (kindmem.console.TenantRelatedFilter)
+        "agent",  # choices from the user's tenant (console.tenant_wall.TenantRelatedFilter)
         "project",
     ]
     search_fields = ["=id", "=revision__fact__id", "=revision__subjects__subject_id"]

@@ -1,4 +1,4 @@
-"""The console's names for approvals (`kindmem.console_names`): an approval by its state, a
+"""The console's names for approvals (`console.names`): an approval by its state, a
 link to its page; `revision-approval` finds the approval of a revision (a fact page names its
 revisions' approvals without importing this app)."""
 
@@ -7,8 +7,8 @@ from __future__ import annotations
 from django.http import HttpRequest
 
 from approvals.models import Approval
-from kindmem.console import console_scope
-from kindmem.console_names import Key, Named, change_url, register, uuids
+from console.names import Key, Named, change_url, register, uuids
+from console.tenant_wall import console_scope
 
 
 def _named(request: HttpRequest, approval: Approval) -> Named:

@@ -21,6 +21,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from api.errors import Forbidden, InvalidFact
 from approvals.models import Approval, ApprovalStatus
 from approvals.services import approval_open
 from facts.review_reasons import VERIFIED_SLOT, Finding, detect, reasons_of
@@ -30,7 +31,6 @@ from facts.slots import SlotOutcome, SlotWrite, slot_write
 from kindmem import declarations
 from kindmem.access import Principal, PrincipalKind
 from kindmem.content_schema import check_content
-from kindmem.errors import Forbidden, InvalidFact
 from kindmem.models import Run, SubjectKind
 
 

@@ -6,11 +6,11 @@ from typing import Any
 
 from rest_framework import serializers
 
+from api import fields
+from api.fields import PatternField, StrictSerializer, TextField
 from approvals.models import Approval, ApprovalStatus
 from facts.review_reasons import REASONS
 from facts.serializers import FactOutput
-from kindmem import fields
-from kindmem.fields import PatternField, StrictSerializer, TextField
 
 # A hard cap before the service's own limit (KINDMEM_REMEMBER_MAX_CHARS) answers clearly.
 MAX_TEXT_INPUT = 100_000

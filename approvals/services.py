@@ -10,6 +10,7 @@ from datetime import datetime
 from django.db import transaction
 from django.utils import timezone
 
+from api.errors import Conflict, Forbidden, NotFound, ValidationFailed
 from approvals.models import Approval, ApprovalStatus
 from audit.models import Outcome, Phase
 from audit.services import Actor, AuditNote, audit_record
@@ -17,7 +18,6 @@ from facts.models import Revision
 from facts.review_reasons import Finding
 from facts.services import fact_verify, revision_approve, revision_reject
 from kindmem.access import Principal, PrincipalKind, Readers
-from kindmem.errors import Conflict, Forbidden, NotFound, ValidationFailed
 
 REVIEWER_GROUP = "reviewer"
 

@@ -10,6 +10,8 @@ from rest_framework import status
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from api.cursors import cursor_encode
+from api.serializers import ErrorOutput
 from approvals import services
 from approvals.models import Approval
 from approvals.permissions import IsReviewer
@@ -26,9 +28,7 @@ from approvals.serializers import (
 )
 from audit.recording import AuditedView
 from facts.slots import SlotOutcome
-from kindmem.cursors import cursor_encode
 from kindmem.permissions import IsRun, principal_of
-from kindmem.serializers import ErrorOutput
 
 ERRORS = dict.fromkeys((400, 401, 403, 404, 409), ErrorOutput)
 DEFAULT_LIMIT = 50

@@ -9,8 +9,8 @@ from django.contrib import admin
 from django.utils.html import format_html_join
 
 from audit.models import AuditEvent, AuditPolicy
-from kindmem.console import TenantScopedAdmin
-from kindmem.console_lists import RecentValuesFilter
+from console.lists import RecentValuesFilter
+from console.tenant_wall import TenantScopedAdmin
 
 
 @admin.register(AuditEvent)

@@ -17,14 +17,14 @@ from django.http.response import HttpResponseBase
 from rest_framework.request import Request
 from rest_framework.views import APIView
 
+from api.bearer import presented_credential
+from api.errors import is_unavailable
+from api.transactions import request_atomic
 from audit.models import Outcome, Phase
 from audit.services import AuditNote, audit_record
 from kindmem.access import Principal
-from kindmem.credentials import presented_credential
-from kindmem.errors import is_unavailable
 from kindmem.replica import reads_on_replica, written_by
 from kindmem.row_security import tenant_context
-from kindmem.transactions import request_atomic
 
 logger = logging.getLogger(__name__)
 
@@ -60,7 +60,7 @@ class AuditedView(APIView):
             self.reads_in_autocommit and phase in {Phase.READ, Phase.RETRIEVE}
         )
         try:
-            # services inside need no savepoint (kindmem/transactions.py)
+            # services inside need no savepoint (api/transactions.py)
             with request_atomic() if self._in_transaction else nullcontext():
                 response = self._dispatch_and_record(request, *args, **kwargs)
         except Exception as exc:

@@ -2,9 +2,9 @@ from __future__ import annotations
 
 from rest_framework import serializers
 
+from api import fields
+from api.fields import StrictSerializer, TextField
 from audit.models import AuditEvent, Outcome, Phase
-from kindmem import fields
-from kindmem.fields import StrictSerializer, TextField
 
 MAX_PAGE = 500
 

@@ -15,8 +15,8 @@ from django.db.models import F, Func, Q, TextField, Value
 from django.db.models.functions import Cast, Now
 from django.utils import timezone
 
+import compiled
 from audit.models import MAX_ERROR, AuditEvent, AuditPolicy, Outcome
-from kindmem import compiled
 from kindmem.access import Principal
 from kindmem.models import Tenant
 from kindmem.subjects import Subject
@@ -151,7 +151,7 @@ def audit_record(
     # of the database server may lose the last fraction of a second of read events (never
     # a write's: a write's event commits with the write, durably). Waiting for that flush
     # on every read cost more than the whole rest of auditing. The same text for every event:
-    # a prepared statement (kindmem.compiled.execute).
+    # a prepared statement (compiled.execute).
     [(event.seq, stored)] = compiled.execute(
         _insert_sql(),
         [

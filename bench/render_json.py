@@ -28,10 +28,10 @@ from django.conf import settings  # noqa: E402
 from django.test import Client  # noqa: E402
 from rest_framework.renderers import JSONRenderer  # noqa: E402
 
+from api.renderers import ApiJSONRenderer  # noqa: E402
 from bench._database import use_bench_database  # noqa: E402
 from bench.peers import DATABASE  # noqa: E402
 from bench.peers_data import user_name  # noqa: E402
-from kindmem.renderers import ApiJSONRenderer  # noqa: E402
 
 RENDERS = 2000
 

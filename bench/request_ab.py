@@ -9,7 +9,7 @@ one in one process, on bench/peers.py's database (load it first with bench/peers
     .venv/bin/python bench/request_ab.py engine      # compiled shapes against the plain ORM
 
 - `vector`: `fact_search_embedded` (semantic, top-10, a user's run, the vector given), its
-  prepared statement sent with the vector in pgvector's binary form (kindmem.compiled) or as
+  prepared statement sent with the vector in pgvector's binary form (compiled) or as
   text (the dumper the connection had before), alternating per search; p50 ms of each.
 - `read-back`: `POST /v1/facts` through Django's test client (an app key, the local model
   embedding on write), the written revision read back in the round trip that wrote it or in one
@@ -67,10 +67,10 @@ def p50_ms(samples: list[float]) -> float:
 def vector(rounds: int) -> None:
     from pgvector import Vector
 
+    from compiled.statements import VectorDumper, VectorTextDumper
     from embeddings.providers import embed_query
     from facts.search import FactSearch, fact_search_embedded
     from kindmem.access import readers_for
-    from kindmem.compiled.statements import VectorDumper, VectorTextDumper
     from kindmem.row_security import tenant_context
 
     runs = _runs(20)
@@ -280,14 +280,14 @@ def dedup(sizes: list[int]) -> None:
 
 
 def engine(rounds: int) -> None:
-    """Whole requests through Django's test client with kindmem.compiled's shapes,
+    """Whole requests through Django's test client with compiled's shapes,
     pipelines and prepared statements (`engine`), against the same code with every query built
     by the ORM on each call: with Django's client-side binding (`orm`), and with server-side
     binding and psycopg's `prepare_threshold` (`orm-prepared`), alternating per request."""
     from django.db.backends.postgresql.base import Cursor, ServerBindingCursor
     from django.test import Client
 
-    from kindmem import compiled as engine_api
+    import compiled as engine_api
     from kindmem.models import Project
     from tests import factories
 

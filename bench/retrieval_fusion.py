@@ -80,7 +80,7 @@ def leg_lists(dev: DevSet, tenant: Tenant, runs: dict, q_vectors: np.ndarray, mo
 
 def fusion_grid(dev: DevSet, legs: dict) -> list[dict]:
     """recall@10 of every (depth, k, keyword weight) on facts and recall, beside each leg's."""
-    from kindmem.fusion import fuse_by_rank
+    from retrieval.fusion import fuse_by_rank
 
     def mean_recall(corpus: str, ranked_of: Callable) -> float:
         evidence = "fact_evidence" if corpus == "facts" else "turn_evidence"

@@ -65,11 +65,11 @@ from bench.retrieval_fusion import fusion_grid, leg_lists  # noqa: E402
 from embeddings.providers import HashingEmbedder  # noqa: E402
 from facts.models import EmbeddingState, Fact, Revision  # noqa: E402
 from facts.provenance import content_hash  # noqa: E402
-from kindmem import fulltext  # noqa: E402
 from kindmem.access import readers_for  # noqa: E402
 from kindmem.models import Tenant  # noqa: E402
 from kindmem.row_security import tenant_context  # noqa: E402
 from recall.models import Conversation, Message  # noqa: E402
+from retrieval import fulltext  # noqa: E402
 
 DATABASE = "kindmem_bench_quality"
 ROOT = Path(__file__).resolve().parent
@@ -296,7 +296,7 @@ def main() -> None:
         "--rerank",
         nargs="+",
         metavar="CHAIN",
-        help="instead: kindmem's modes without and with each reranker chain (kindmem/rerank.py;"
+        help="instead: kindmem's modes without and with each reranker chain (retrieval/rerank.py;"
         " a chain is names joined by commas, e.g. slot,mmr), recall@10 and MRR before/after",
     )
     parser.add_argument(
@@ -307,7 +307,7 @@ def main() -> None:
     parser.add_argument(
         "--keyword-candidates",
         type=int,
-        help="the keyword leg's rows per term (kindmem.fulltext.CANDIDATES_PER_TERM), lowered"
+        help="the keyword leg's rows per term (retrieval.fulltext.CANDIDATES_PER_TERM), lowered"
         " to see what the bound costs where it engages",
     )
     args = parser.parse_args()
@@ -396,7 +396,7 @@ def main() -> None:
 
 def rerank_table(dev: DevSet, tenant: Tenant, runs: dict, args: argparse.Namespace) -> None:
     """recall@10 and MRR of kindmem's modes with no reranker and with each chain, per corpus."""
-    from kindmem.rerank import rerankers_named
+    from retrieval.rerank import rerankers_named
 
     chains = [tuple(n for n in chain.split(",") if n) for chain in args.rerank]
     for chain in chains:

@@ -12,8 +12,8 @@ import logging
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from kindmem.errors import Unavailable, error_body
-from kindmem.renderers import ApiJSONRenderer
+from api.errors import Unavailable, error_body
+from api.renderers import ApiJSONRenderer
 
 logger = logging.getLogger(__name__)
 

@@ -18,6 +18,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from api.serializers import ErrorOutput
 from approvals.views import ApprovalListView, RememberView
 from audit.views import AuditListView
 from embeddings.providers import embedder_health
@@ -27,7 +28,6 @@ from facts import search as fact_search
 from facts.search_views import FactSearchView
 from facts.views import FactListView
 from kindmem.permissions import principal_of
-from kindmem.serializers import ErrorOutput
 from kindmem.views import RunListView
 from privacy.views import AccessRequestListView, ErasureListView
 from recall import search as recall_search

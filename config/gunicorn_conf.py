@@ -37,7 +37,7 @@ limit_request_line = 4094
 limit_request_fields = 100
 limit_request_field_size = 8190
 
-# Codes as in kindmem/errors.py; any other 4xx gunicorn answers is a malformed request.
+# Codes as in api/errors.py; any other 4xx gunicorn answers is a malformed request.
 CODES = {
     403: "forbidden",
     414: "uri-too-long",

@@ -42,7 +42,7 @@ from mcp_types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import Field
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from kindmem.errors import error_body
+from api.errors import error_body
 
 MCP_PATH = "/mcp"
 

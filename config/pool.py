@@ -7,7 +7,7 @@ synchronous code in a new thread, and Django's connections are per thread. Kept 
 MCP calls, even with a made-up token, held a connection each and exhausted PostgreSQL's
 `max_connections`, taking every surface down. A pool of `KINDMEM_DATABASE_POOL_MAX` connections
 per process bounds what any traffic can hold there; a request finds one within
-`KINDMEM_DATABASE_POOL_TIMEOUT` seconds or is answered 503 `unavailable` (`kindmem.errors`), and
+`KINDMEM_DATABASE_POOL_TIMEOUT` seconds or is answered 503 `unavailable` (`api.errors`), and
 one that would wait behind `KINDMEM_DATABASE_POOL_MAX_WAITING` others is answered so at once.
 gunicorn's sync workers run one request at a time in one thread each: their kept connection is
 already one per worker, and keeps the cheaper check of config/postgresql_backend (a pooled

@@ -89,8 +89,8 @@ CSRF_TRUSTED_ORIGINS = [
 ]
 
 INSTALLED_APPS = [
-    # django.contrib.admin, its site the console's (kindmem/console_site.py)
-    "kindmem.console_site.ConsoleAdminConfig",
+    # django.contrib.admin, its site the console's (console/site.py)
+    "console.site.ConsoleAdminConfig",
     "django.contrib.auth",
     "django.contrib.contenttypes",
     "django.contrib.sessions",
@@ -98,7 +98,10 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "rest_framework",
     "drf_spectacular",
+    "api",
+    "compiled",
     "kindmem",
+    "console",
     "facts",
     "recall",
     "runlog",
@@ -111,10 +114,10 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
-    "kindmem.limits.BodySizeLimitMiddleware",
-    "kindmem.limits.CredentialConcurrencyMiddleware",
-    "kindmem.transactions.TransactionPerRequestMiddleware",
-    "kindmem.storable.StorableRequestMiddleware",
+    "api.limits.BodySizeLimitMiddleware",
+    "api.limits.CredentialConcurrencyMiddleware",
+    "api.transactions.TransactionPerRequestMiddleware",
+    "api.storable.StorableRequestMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -191,7 +194,7 @@ else:
     # Django's backend, its check of a kept connection without a round trip when the connection
     # is plainly alive (config/postgresql_backend/base.py)
     _app_login["ENGINE"] = _migration_login["ENGINE"] = "config.postgresql_backend"
-# Prepared statements for the queries kindmem compiles once per shape (kindmem/compiled):
+# Prepared statements for the queries kindmem compiles once per shape (compiled/):
 # the server parses and rewrites (row security) such a query once per connection, not on every
 # search. Only those queries' cursors prepare (Django's own bind client-side and never do), so
 # psycopg's threshold matters for nothing else. Each execution is still planned for its values
@@ -203,7 +206,7 @@ PREPARED_STATEMENTS = env_bool("KINDMEM_PREPARED_STATEMENTS", True)
 # DATABASE_URL names a pooler in transaction mode (PgBouncer `pool_mode = transaction`): one
 # client's consecutive transactions may run on different server connections, so nothing may
 # live in the session. Every request is then one transaction with its row-security settings
-# local to it (kindmem/row_security.py, kindmem/transactions.py), the semantic leg sets its scan
+# local to it (kindmem/row_security.py, api/transactions.py), the semantic leg sets its scan
 # settings per transaction (facts/search.py), no prepared statements (PgBouncer 1.18 keeps none
 # across transactions) and no startup `options` (PgBouncer refuses them). For web and MCP
 # processes; Celery's processes, whose tasks set a tenant per sweep in autocommit, and
@@ -301,8 +304,8 @@ AUTH_PASSWORD_VALIDATORS = [
 ]
 
 LANGUAGE_CODE = "en-us"
-# kindmem/formats/en: 24-hour dates without the "a.m.." the English defaults give the console.
-FORMAT_MODULE_PATH = ["kindmem.formats"]
+# console/formats/en: 24-hour dates without the "a.m.." the English defaults give the console.
+FORMAT_MODULE_PATH = ["console.formats"]
 TIME_ZONE = "UTC"
 # The console and the API speak English only. With translation on, every date and word a page
 # renders asked the active language (an asgiref Local): 7% of the busiest person page's time
@@ -328,14 +331,14 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("KINDMEM_MAX_BODY_BYTES", 1_048_576)
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": ["kindmem.authentication.BearerAuthentication"],
     "DEFAULT_PERMISSION_CLASSES": ["kindmem.permissions.HasCredential"],
-    "DEFAULT_PARSER_CLASSES": ["kindmem.parsers.BoundedJSONParser"],
+    "DEFAULT_PARSER_CLASSES": ["api.parsers.BoundedJSONParser"],
     # orjson: the same compact UTF-8 JSON as DRF's JSONRenderer, ~10x faster (a search's 10 KB
     # response: bench/render_json.py)
-    "DEFAULT_RENDERER_CLASSES": ["kindmem.renderers.ApiJSONRenderer"],
-    "EXCEPTION_HANDLER": "kindmem.errors.exception_handler",
+    "DEFAULT_RENDERER_CLASSES": ["api.renderers.ApiJSONRenderer"],
+    "EXCEPTION_HANDLER": "api.errors.exception_handler",
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "UNAUTHENTICATED_USER": None,
-    "DEFAULT_THROTTLE_CLASSES": ["kindmem.limits.CredentialWriteThrottle"],
+    "DEFAULT_THROTTLE_CLASSES": ["api.limits.CredentialWriteThrottle"],
     "DEFAULT_THROTTLE_RATES": {"writes": os.environ.get("KINDMEM_WRITE_RATE", "600/min")},
 }
 
@@ -374,7 +377,7 @@ SPECTACULAR_SETTINGS = {
     },
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",
-        "kindmem.schema.add_common_errors",
+        "api.schema.add_common_errors",
     ],
 }
 
@@ -403,7 +406,7 @@ WEB_WORKERS = env_int("KINDMEM_WEB_WORKERS", 2)
 MCP_WORKERS = env_int("KINDMEM_MCP_WORKERS", 2)
 
 # Credentials
-# Requests one credential may have running at once in one process (kindmem.limits); 0: no limit.
+# Requests one credential may have running at once in one process (api.limits); 0: no limit.
 CREDENTIAL_CONCURRENCY = env_int("KINDMEM_CREDENTIAL_CONCURRENCY", 8)
 # Requests an ASGI process (the MCP server) takes on at once; the next is answered 503
 # `unavailable` with Retry-After before it costs a thread or a connection (config/admission.py).
@@ -440,9 +443,9 @@ EMBEDDER_THREADS = env_int("KINDMEM_EMBEDDER_THREADS", 1)
 LOCAL_RUNTIME = env_choice("KINDMEM_LOCAL_RUNTIME", "onnx", {"onnx", "onnx-int8", "torch"})
 # Where the ONNX files converted from the packaged weights are kept (made once, offline).
 MODEL_CACHE_DIR = Path(os.environ.get("KINDMEM_MODEL_CACHE_DIR") or DATA_DIR / "models").resolve()
-# Rerankers of fact search and recall (kindmem/rerank.py), comma-separated, applied in order;
+# Rerankers of fact search and recall (retrieval/rerank.py), comma-separated, applied in order;
 # none by default: each is kept off until bench/retrieval_quality.py --rerank shows it helps.
-RERANKERS_KNOWN = ("mmr", "recency", "trust", "slot")  # kindmem.rerank.RERANKERS (a test checks)
+RERANKERS_KNOWN = ("mmr", "recency", "trust", "slot")  # retrieval.rerank.RERANKERS (a test checks)
 RERANK = tuple(n.strip() for n in os.environ.get("KINDMEM_RERANK", "").split(",") if n.strip())
 if unknown_rerankers := set(RERANK) - set(RERANKERS_KNOWN):
     raise ImproperlyConfigured(
@@ -561,7 +564,7 @@ CELERY_TASK_PUBLISH_RETRY_POLICY = {
     "interval_step": 0.25,
     "interval_max": 1,
 }
-# ...but a publish inside a request (kindmem/background.py: starting an erasure or an export,
+# ...but a publish inside a request (api/background.py: starting an erasure or an export,
 # queueing an embedding) does not wait that long. Its row has committed and a beat sweep resumes
 # the work, so a broker that cannot be reached is logged and the request answers as usual; what
 # matters is that it answers soon. Three attempts 0 s and 0.25 s apart: a refused connection or a
@@ -615,7 +618,7 @@ LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     "formatters": {"supervisor": {"format": "%(asctime)s [kindmem run] %(message)s"}},
-    "filters": {"one_line_unavailable": {"()": "kindmem.errors.OneLineUnavailable"}},
+    "filters": {"one_line_unavailable": {"()": "api.errors.OneLineUnavailable"}},
     "handlers": {
         "console": {"class": "logging.StreamHandler", "filters": ["one_line_unavailable"]},
         "supervisor": {"class": "logging.StreamHandler", "formatter": "supervisor"},

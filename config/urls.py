@@ -8,9 +8,9 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 from config.capabilities import CapabilitiesView
 from config.health import healthz
 
-handler400 = "kindmem.errors.json_bad_request"
-handler404 = "kindmem.errors.json_not_found"
-handler500 = "kindmem.errors.json_server_error"
+handler400 = "api.errors.json_bad_request"
+handler404 = "api.errors.json_not_found"
+handler500 = "api.errors.json_server_error"
 
 api_v1 = [
     path("capabilities", CapabilitiesView.as_view(), name="capabilities"),

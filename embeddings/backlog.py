@@ -1,6 +1,6 @@
 """The beat sweeps of the embedding backlog (facts' and recall's `embed_backlog`): what the
 write path left without a vector and whose task was never queued, because the broker could not
-be reached when the write committed (kindmem/background.py)."""
+be reached when the write committed (api/background.py)."""
 
 from __future__ import annotations
 

@@ -20,8 +20,8 @@ from enum import StrEnum
 
 from django.conf import settings
 
+from api.errors import EmbeddingUnavailable
 from embeddings.providers import get_embedder
-from kindmem.errors import EmbeddingUnavailable
 
 logger = logging.getLogger(__name__)
 

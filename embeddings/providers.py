@@ -21,9 +21,9 @@ from typing import Any
 
 from django.conf import settings
 
+from api.errors import EmbeddingUnavailable
 from embeddings.base import DIMENSIONS, Embedder, EmbeddingFailed
 from embeddings.query_cache import QueryCache
-from kindmem.errors import EmbeddingUnavailable
 
 
 class HashingEmbedder:

@@ -11,8 +11,8 @@ from django.contrib import admin
 from django.http import HttpRequest, HttpResponse
 
 from audit.console import console_read_record
+from console.tenant_wall import TenantScopedAdmin
 from extraction.models import ExtractionJob, ExtractionSettings
-from kindmem.console import TenantScopedAdmin
 
 
 @admin.register(ExtractionSettings)

@@ -12,13 +12,13 @@ from collections.abc import Iterable
 
 from django.conf import settings
 
+from api.errors import EmbeddingUnavailable
 from embeddings.providers import get_embedder
 from extraction.prompt import ShownMemory, ShownMessage
 from facts.models import Revision
 from facts.review_reasons import review_text
 from facts.search import FactSearch, fact_search
 from kindmem.access import Principal, readers_for
-from kindmem.errors import EmbeddingUnavailable
 
 # The search query: the messages' words only (no quotes or minus signs, which the keyword
 # syntax reads as phrases and exclusions), at most this many characters.

@@ -17,8 +17,8 @@ from django.db import IntegrityError, transaction
 from django.db.models import F
 from django.utils import timezone
 
+from api.errors import ExtractionQuota
 from extraction.models import ConversationExtraction, ExtractionUsage
-from kindmem.errors import ExtractionQuota
 
 
 def usage_day(now: datetime | None = None) -> date:

@@ -28,7 +28,7 @@ from urllib.parse import urlsplit
 
 from django.conf import settings
 
-from kindmem.errors import ExtractionUnavailable
+from api.errors import ExtractionUnavailable
 
 logger = logging.getLogger(__name__)
 

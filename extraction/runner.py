@@ -31,6 +31,7 @@ from django.db import transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
+from api.errors import ErasureInProgress, ExtractionQuota, ExtractionUnavailable, KindmemError
 from approvals.remember import memory_remember, remember_scope
 from audit.models import Outcome, Phase
 from audit.services import AuditNote, audit_record
@@ -57,7 +58,6 @@ from facts.services import Outcome as WriteOutcome
 from facts.services import fact_propose
 from kindmem import declarations
 from kindmem.access import Principal, PrincipalKind, readers_for
-from kindmem.errors import ErasureInProgress, ExtractionQuota, ExtractionUnavailable, KindmemError
 from kindmem.holds import held_subjects
 from kindmem.subjects import persons_of
 from recall.models import Conversation, Message, Role, message_ref

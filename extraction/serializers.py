@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from rest_framework import serializers
 
+from api import fields
+from api.fields import StrictSerializer
 from extraction.models import Action, DecisionOutcome, ExtractionDecision, JobStatus
 from facts.review_reasons import REASONS
-from kindmem import fields
-from kindmem.fields import StrictSerializer
 
 
 class ExtractInput(StrictSerializer):

@@ -13,20 +13,20 @@ import logging
 
 from django.db import transaction
 
-from extraction.jobs import Opened, job_open
-from extraction.models import ExtractionSettings
-from extraction.provider import get_provider, require_provider
-from extraction.tasks import extract_conversation
-from kindmem import declarations
-from kindmem.access import Principal, PrincipalKind, readers_for
-from kindmem.background import enqueue_on_commit
-from kindmem.errors import (
+from api.background import enqueue_on_commit
+from api.errors import (
     ErasureInProgress,
     ExtractionQuota,
     Forbidden,
     NotFound,
     ValidationFailed,
 )
+from extraction.jobs import Opened, job_open
+from extraction.models import ExtractionSettings
+from extraction.provider import get_provider, require_provider
+from extraction.tasks import extract_conversation
+from kindmem import declarations
+from kindmem.access import Principal, PrincipalKind, readers_for
 from kindmem.holds import assert_not_held
 from kindmem.subjects import persons_of
 from recall.models import Conversation

@@ -10,9 +10,9 @@ from celery import shared_task
 from django.conf import settings
 from django.utils import timezone
 
+from api.background import enqueue_now
 from extraction.models import ExtractionJob
 from extraction.runner import extraction_run
-from kindmem.background import enqueue_now
 from kindmem.row_security import each_tenant, tenant_context
 
 

@@ -10,15 +10,15 @@ from rest_framework import status
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from api.errors import NotFound
+from api.serializers import ErrorOutput
 from audit.recording import AuditedView
 from extraction.models import ConversationExtraction, ExtractionDecision, ExtractionJob
 from extraction.permissions import IsRunOrApp
 from extraction.serializers import ExtractInput, ExtractionStateOutput, ExtractOutput
 from extraction.services import extraction_request
 from kindmem.access import readers_for
-from kindmem.errors import NotFound
 from kindmem.permissions import principal_of
-from kindmem.serializers import ErrorOutput
 from recall.models import Conversation
 
 ERRORS = dict.fromkeys((400, 401, 403, 404, 409, 429, 503), ErrorOutput)

@@ -15,6 +15,7 @@ from django.urls import reverse
 from django.utils.html import format_html
 
 from audit.console import console_read_record
+from console.tenant_wall import TenantScopedAdmin
 from facts.console_names import fact_label
 from facts.fact_page import fact_page
 from facts.models import (
@@ -26,12 +27,11 @@ from facts.models import (
     SweepReport,
     WritePolicy,
 )
-from kindmem.console import TenantScopedAdmin
 
 
 class ReadOnlyAdmin(TenantScopedAdmin):
     """Immutable rows: shown, never added, edited or deleted from the console. Staff see their
-    own tenant's rows; platform staff see all (`kindmem.console`)."""
+    own tenant's rows; platform staff see all (`console.tenant_wall`)."""
 
     def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from api.errors import Forbidden
 from facts.models import AttributionKind, Fact, Revision, Trust
 from facts.review_reasons import Finding, detect, reasons_of, review_text
 from kindmem.access import Principal, PrincipalKind
-from kindmem.errors import Forbidden
 
 
 def is_wide(fact: Fact) -> bool:

@@ -1,13 +1,13 @@
-"""The console's names for facts and revisions (`kindmem.console_names`): a fact by its type
+"""The console's names for facts and revisions (`console.names`): a fact by its type
 and slot, a revision by its fact and version, each a link to the fact's page."""
 
 from __future__ import annotations
 
 from django.http import HttpRequest
 
+from console.names import Key, Named, may_view, register, url_of, uuids
+from console.tenant_wall import console_scope
 from facts.models import Fact, Revision
-from kindmem.console import console_scope
-from kindmem.console_names import Key, Named, may_view, register, url_of, uuids
 
 
 def fact_label(fact: Fact) -> str:

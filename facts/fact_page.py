@@ -4,7 +4,7 @@ Its revisions, newest first, each with its content for people, what changed from
 before (`facts.revision_diff`), its trust and review state, who wrote, verified and ended it,
 and what caused it: the run, the run log entries it names, the approval it waited for. Then
 the links to and from other facts. Everything is named, not shown by id
-(`kindmem.console_names`): the approvals and log entries too, without this app importing
+(`console.names`): the approvals and log entries too, without this app importing
 theirs.
 
 The page costs the same few queries whatever the number of revisions and links
@@ -21,11 +21,11 @@ from django.db.models import Q
 from django.http import HttpRequest
 from django.utils import timezone
 
+from console.names import Named, Names
+from console.tenant_wall import readable_content
 from facts.console_names import fact_named
 from facts.models import Fact, Link, Revision
 from facts.revision_diff import WordDiff, revision_text, word_diff
-from kindmem.console import readable_content
-from kindmem.console_names import Named, Names
 
 # The newest revisions shown, and links: a slot an agent rewrites often has a long history;
 # the page says how many more there are.

@@ -12,12 +12,12 @@ from django.db import IntegrityError, transaction
 from django.db.models import Q
 from django.utils import timezone
 
+from api.errors import FactNotFound, InvalidFact
 from facts.agent_writes import check_run_may_alter
 from facts.models import Link, Revision
 from facts.provenance import attribution_of
 from facts.revisions import lock_current
 from kindmem.access import Principal, Readers, readers_for
-from kindmem.errors import FactNotFound, InvalidFact
 
 MAX_HOPS = 5
 

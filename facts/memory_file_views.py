@@ -11,16 +11,16 @@ from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from api.errors import ValidationFailed
+from api.parsers import MarkdownParser, RawBody, ZipParser
+from api.serializers import ErrorOutput
 from audit.recording import AuditedView
 from facts import memory_exports, memory_import
 from facts.models import Revision
 from facts.serializers import FactExportInput, FactImportInput, FactImportOutput
 from facts.views import ERRORS, audit_revisions, listed_revisions
 from kindmem.access import readers_for
-from kindmem.errors import ValidationFailed
-from kindmem.parsers import MarkdownParser, RawBody, ZipParser
 from kindmem.permissions import principal_of
-from kindmem.serializers import ErrorOutput
 
 
 class FactExportView(AuditedView):

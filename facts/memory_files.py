@@ -36,7 +36,7 @@ from typing import Any
 
 import yaml
 
-from kindmem.storable import PROBLEM, unstorable_path
+from api.storable import PROBLEM, unstorable_path
 
 FORMAT = "kindmem.memory-file/1"
 OPEN = "---\n"

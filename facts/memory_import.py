@@ -50,6 +50,10 @@ from typing import Any
 from django.conf import settings
 from rest_framework import serializers
 
+from api.errors import FactNotFound, KindmemError, RequestTooLarge, ValidationFailed
+from api.fields import StrictSerializer
+from api.storable import PROBLEM, unstorable_path
+from api.transactions import service_atomic
 from facts import services
 from facts.links import link_create
 from facts.memory_files import FORMAT, SUFFIX, MemoryFileError, from_epoch_ms, parse_memory_file
@@ -58,10 +62,6 @@ from facts.provenance import content_hash
 from facts.scopes import SCOPE_KEYS, resolve_scope
 from facts.serializers import FactCreateInput, LinkCreateInput
 from kindmem.access import Principal, readers_for
-from kindmem.errors import FactNotFound, KindmemError, RequestTooLarge, ValidationFailed
-from kindmem.fields import StrictSerializer
-from kindmem.storable import PROBLEM, unstorable_path
-from kindmem.transactions import service_atomic
 
 MARKDOWN = "text/markdown"
 ZIP = "application/zip"

@@ -15,7 +15,7 @@ from typing import Any
 
 from rest_framework import serializers
 
-from kindmem.errors import ValidationFailed
+from api.errors import ValidationFailed
 
 # What a patch may change: the fact's content and its validity. Everything else of the fact's
 # representation is its identity (id, type, scope, key, version, ...) or its history, written

@@ -9,8 +9,10 @@ from datetime import datetime, timedelta
 
 from django.db.models import QuerySet
 
+from api.errors import Conflict, Forbidden
 from audit.models import Outcome, Phase
 from audit.services import AuditNote, audit_record
+from compiled import compiled
 from facts.models import (
     Fact,
     InvalidationReason,
@@ -21,8 +23,6 @@ from facts.models import (
 )
 from facts.scopes import SCOPE_KEYS
 from kindmem.access import Principal, PrincipalKind, is_privacy_officer
-from kindmem.compiled import compiled
-from kindmem.errors import Conflict, Forbidden
 
 
 @compiled()

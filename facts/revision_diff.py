@@ -17,7 +17,7 @@ from typing import Any
 from django.utils.html import conditional_escape, format_html
 from django.utils.safestring import SafeString, mark_safe
 
-from kindmem.console import readable_content
+from console.tenant_wall import readable_content
 
 # Words, single punctuation marks, and runs of whitespace: joined again, the tokens are the text.
 _TOKENS = re.compile(r"\w+|[^\w\s]|\s+")

@@ -15,6 +15,9 @@ from typing import Any
 
 from django.db.models import Max
 
+from api.background import enqueue_on_commit
+from api.errors import Conflict, EmbeddingUnavailable, FactNotFound
+from compiled import compiled, insert
 from embeddings.budget import (
     Embedded,
     EmbedOutcome,
@@ -28,9 +31,6 @@ from facts.retention import Retention
 from facts.scopes import SubjectInput
 from facts.tasks import embed_revisions
 from kindmem.access import Principal, Readers, readers_for
-from kindmem.background import enqueue_on_commit
-from kindmem.compiled import compiled, insert
-from kindmem.errors import Conflict, EmbeddingUnavailable, FactNotFound
 
 
 @dataclass(frozen=True)

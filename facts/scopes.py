@@ -10,9 +10,9 @@ from typing import Any
 
 from django.db.models import QuerySet
 
+from api.errors import InvalidFact
+from compiled import Read, compiled
 from facts.models import Fact, FactSubjectKind
-from kindmem.compiled import Read, compiled
-from kindmem.errors import InvalidFact
 from kindmem.models import Org, Project, User
 from kindmem.subjects import Subject, persons_of
 

@@ -12,7 +12,7 @@ btree indexes when the readable set is small).
 Semantic and hybrid search without an embedder, or with one that does not answer, fail with
 `embedding-unavailable`: an empty list would read as "nothing relevant", which is a lie.
 
-A search may name rerankers (`kindmem.rerank`; `KINDMEM_RERANK`, none by default): its legs
+A search may name rerankers (`retrieval.rerank`; `KINDMEM_RERANK`, none by default): its legs
 then fetch a deeper pool of candidates, the rerankers reorder it, and the page is cut after.
 """
 
@@ -32,15 +32,15 @@ from django.utils import timezone
 from pgvector import Vector
 from pgvector.django import CosineDistance
 
+from compiled import Row, compiled, fetch_together
 from embeddings.budget import embedding_pool
 from embeddings.hnsw import hnsw_settings
 from embeddings.providers import embed_query
 from facts.models import Revision, RevisionQuerySet, attach_subjects, subject_rows
 from kindmem.access import Readers
-from kindmem.compiled import Row, compiled, fetch_together
-from kindmem.fulltext import KeywordQuery, keyword_matches
-from kindmem.fusion import HYBRID
-from kindmem.rerank import Candidate, candidate_pool, rerank, rerankers_named
+from retrieval.fulltext import KeywordQuery, keyword_matches
+from retrieval.fusion import HYBRID
+from retrieval.rerank import Candidate, candidate_pool, rerank, rerankers_named
 
 MODES = ("keyword", "semantic", "hybrid")
 KEYWORD = "keyword"
@@ -69,7 +69,7 @@ class FactSearch:
     scope: Mapping[str, Any] = field(default_factory=dict)
     tags: Sequence[str] = ()
     valid_at: datetime | None = None
-    rerank: Sequence[str] = ()  # kindmem.rerank's names, applied in order
+    rerank: Sequence[str] = ()  # retrieval.rerank's names, applied in order
 
 
 @dataclass
@@ -107,7 +107,7 @@ def _rendered(qs: RevisionQuerySet) -> RevisionQuerySet:
 
 
 # Each leg's query is built by the ORM once per shape of its inputs (the reader's kind, the
-# filters given, the depth) and reused with each search's values (kindmem.compiled): building
+# filters given, the depth) and reused with each search's values (compiled): building
 # and compiling the guard, the holds and BM25 cost several times what running them does. Its
 # rows come back as `Row`s: hybrid search makes models of the ones it returns only.
 @dataclass(frozen=True)
@@ -164,7 +164,7 @@ def _exact_query(inputs: _LegInputs, limit: int) -> QuerySet[Any]:
 
 # The scan settings (embeddings.hnsw) are the session's, set once when a connection opens
 # (`apply_scan_settings`, connected in facts/apps.py): sent with each query, they made it a
-# message of two statements, which cannot be a prepared statement (kindmem.compiled), and they
+# message of two statements, which cannot be a prepared statement (compiled), and they
 # harm no other query (only a semantic leg scans an HNSW index; recall sets its own per
 # transaction, which override these while it lasts).
 SCAN_SETTINGS = hnsw_settings(EF_SEARCH, MAX_SCAN_TUPLES, local=False)
@@ -242,7 +242,7 @@ def keyword_leg(
     search: FactSearch, limit: int, now: datetime | None = None
 ) -> list[tuple[Revision, float]]:
     """The best `limit` full-text matches of the query's words (any of them; quoted phrases
-    required, `-word` excluded: `kindmem.fulltext`), by BM25 over the readable matches (live
+    required, `-word` excluded: `retrieval.fulltext`), by BM25 over the readable matches (live
     at `now`, or now); ties by id so that the order is total."""
     inputs = _keyword_inputs(search, now or timezone.now())
     return _scored(_legs(inputs, None, limit)[0], "score") if inputs else []
@@ -266,7 +266,7 @@ def fact_search(*, search: FactSearch) -> list[SearchHit]:
     """The hits of one search, best first, each revision with its fact and subjects loaded.
 
     `keyword` and `semantic` run one leg; `hybrid` runs both, each `HYBRID.depth(top_k)` deep,
-    and fuses them by weighted reciprocal rank (`kindmem.fusion.HYBRID`; ties keep the keyword
+    and fuses them by weighted reciprocal rank (`retrieval.fusion.HYBRID`; ties keep the keyword
     leg's order). A query with no searchable word (stop words only) has an empty keyword leg,
     and hybrid is then the semantic leg's order.
     The query is embedded before the semantic leg runs; hybrid's keyword leg, which needs no
@@ -307,7 +307,7 @@ def _hybrid_alongside_embedding(search: FactSearch) -> list[SearchHit]:
 
 
 def _fused(keyword: list[Row], semantic: list[Row], page: int) -> list[SearchHit]:
-    """The legs' rows fused (`kindmem.fusion.HYBRID`), the first `page` as hits."""
+    """The legs' rows fused (`retrieval.fusion.HYBRID`), the first `page` as hits."""
     fused = HYBRID.fuse({KEYWORD: keyword, SEMANTIC: semantic}, key=lambda r: r.pk)
     hits = [
         SearchHit(revision=f.item.model(), score=f.score, ranks=dict(f.ranks)) for f in fused[:page]

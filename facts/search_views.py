@@ -14,14 +14,14 @@ from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from api import fields
+from api.fields import StrictSerializer, TextField
+from api.serializers import ErrorOutput
 from audit.recording import AuditedView
 from facts.search import MAX_TOP_K, MODES, FactSearch, SearchHit, fact_search
 from facts.serializers import FactOutput
-from kindmem import fields
 from kindmem.access import readers_for
-from kindmem.fields import StrictSerializer, TextField
 from kindmem.permissions import principal_of
-from kindmem.serializers import ErrorOutput
 
 MAX_QUERY_CHARS = 2_000
 MAX_TAGS = 20

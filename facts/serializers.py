@@ -11,13 +11,13 @@ from typing import Any
 from django.utils import timezone
 from rest_framework import serializers
 
+from api import fields
+from api.fields import PatternField, StrictSerializer, TextField
 from facts.links import MAX_HOPS
 from facts.models import FactSubjectKind, ReviewState, Revision, Trust
 from facts.retention import RetentionInput
 from facts.review_reasons import REASONS
 from facts.scopes import SubjectInput
-from kindmem import fields
-from kindmem.fields import PatternField, StrictSerializer, TextField
 
 MAX_CONTENT_BYTES = 32 * 1024
 MAX_LIST_LIMIT = 200

@@ -23,6 +23,16 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
+from api.errors import (
+    Conflict,
+    FactNotFound,
+    Forbidden,
+    InvalidFact,
+    RetentionViolation,
+    ValidationFailed,
+)
+from api.transactions import service_atomic
+from compiled import Read, compiled, read_ahead
 from embeddings.budget import Embedded
 from facts.agent_writes import agent_review, check_run_may_alter
 from facts.merge_patch import patched
@@ -69,19 +79,9 @@ from facts.scopes import (
     scope_queries,
 )
 from kindmem.access import Principal, PrincipalKind, Readers, readers_for, readers_queries
-from kindmem.compiled import Read, compiled, read_ahead
 from kindmem.content_schema import check_content
-from kindmem.errors import (
-    Conflict,
-    FactNotFound,
-    Forbidden,
-    InvalidFact,
-    RetentionViolation,
-    ValidationFailed,
-)
 from kindmem.holds import assert_not_held, holds_query
 from kindmem.threads import thread_check_fact
-from kindmem.transactions import service_atomic
 
 
 class Outcome(StrEnum):
@@ -296,7 +296,7 @@ def _write_new_fact(
     """The fact, its first revision and subjects, written in one round trip, queued for review
     where it must wait. The writer may only write where it could read: the same SQL guard as
     every read, on the fact as written, in that round trip; a refusal undoes all three (this
-    service's savepoint, or the request's rollback: kindmem/transactions.py)."""
+    service's savepoint, or the request's rollback: api/transactions.py)."""
     now = timezone.now()
     fact.created_at = now
     reasons, findings = agent_review(principal, fact, draft.content)

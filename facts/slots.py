@@ -30,13 +30,13 @@ from django.db import IntegrityError, transaction
 from django.db.models import Exists, OuterRef
 from django.utils import timezone
 
+from api.errors import MemoryLimitReached
 from facts.models import AttributionKind, Fact, InvalidationReason, Review, Revision, Trust
 from facts.provenance import attribution_of
 from facts.retention import Retention, invalidate
 from facts.revisions import Draft, embed_for_write, next_version, write_revision
 from facts.scopes import SubjectInput, persons_of_write, resolve_scope
 from kindmem.access import Principal
-from kindmem.errors import MemoryLimitReached
 from kindmem.holds import assert_not_held
 from kindmem.models import Run
 

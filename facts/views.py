@@ -16,6 +16,10 @@ from rest_framework import status
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from api.cursors import cursor_encode
+from api.errors import FactNotFound, Forbidden
+from api.parsers import BoundedJSONParser, MergePatchParser
+from api.serializers import ErrorOutput
 from audit.recording import AuditedView
 from facts import links, services
 from facts.models import Revision, RevisionQuerySet, attach_subjects
@@ -38,11 +42,7 @@ from facts.serializers import (
     RevisionListOutput,
 )
 from kindmem.access import Principal, readers_for
-from kindmem.cursors import cursor_encode
-from kindmem.errors import FactNotFound, Forbidden
-from kindmem.parsers import BoundedJSONParser, MergePatchParser
 from kindmem.permissions import principal_of
-from kindmem.serializers import ErrorOutput
 
 ERRORS = {
     400: ErrorOutput,

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
-from kindmem.compiled import Read, compiled
+from compiled import Read, compiled
 
 if TYPE_CHECKING:
     from kindmem.models import ApiKey, Run, User
@@ -128,7 +128,7 @@ def readers_for(principal: Principal) -> Readers:
 
 def readers_queries(principal: Principal) -> tuple[Read, ...]:
     """The reads `readers_for` makes for `principal` (none for an admin key or a run), for a
-    caller that reads them ahead with others (`kindmem.compiled.read_ahead`)."""
+    caller that reads them ahead with others (`compiled.read_ahead`)."""
     if principal.kind == PrincipalKind.USER:
         assert principal.user is not None
         return (

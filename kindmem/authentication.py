@@ -8,9 +8,10 @@ from typing import Any
 from django.utils import timezone
 from rest_framework import authentication, exceptions
 
+from api.bearer import API_KEY_MARKER, split_token
+from compiled import compiled, fetch_after
 from kindmem.access import Principal, PrincipalKind
-from kindmem.compiled import compiled, fetch_after
-from kindmem.credentials import API_KEY_MARKER, matches, split_token
+from kindmem.credentials import matches
 from kindmem.models import ApiKey, Run
 from kindmem.row_security import credential_entered, credential_entry
 

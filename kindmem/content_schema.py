@@ -20,7 +20,7 @@ from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
 from referencing.exceptions import Unresolvable
 
-from kindmem.errors import InvalidFact
+from api.errors import InvalidFact
 
 MAX_PROBLEMS = 20
 

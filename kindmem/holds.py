@@ -13,8 +13,8 @@ from collections.abc import Iterable
 from django.db.models import CharField, Exists, OuterRef, Q, QuerySet
 from django.db.models.functions import Cast
 
-from kindmem.compiled import Read, compiled
-from kindmem.errors import ErasureInProgress
+from api.errors import ErasureInProgress
+from compiled import Read, compiled
 from kindmem.models import ErasureHold, SubjectKind
 from kindmem.subjects import Subject
 
@@ -63,7 +63,7 @@ def held_subjects(tenant_id: uuid.UUID, subjects: Iterable[Subject]) -> set[Subj
 
 def holds_query(tenant_id: uuid.UUID, subjects: Iterable[Subject]) -> Read | None:
     """The read `held_subjects` makes (None: no subjects, no read), for a caller that reads it
-    ahead with others (`kindmem.compiled.read_ahead`)."""
+    ahead with others (`compiled.read_ahead`)."""
     wanted = tuple(sorted({(str(s.kind), s.id) for s in subjects}))
     if not wanted:
         return None

@@ -56,7 +56,7 @@ def _local() -> str:
     (KINDMEM_TRANSACTION_POOLING, PgBouncer): there consecutive transactions of one client may
     run on different server connections, and a session setting would stay behind on one for
     whoever comes next. Every request then runs in one transaction
-    (`kindmem.transactions.TransactionPerRequestMiddleware`), whose end clears them."""
+    (`api.transactions.TransactionPerRequestMiddleware`), whose end clears them."""
     return "true" if settings.TRANSACTION_POOLING else "false"
 
 
@@ -108,7 +108,7 @@ def credential_entry(kind: str, prefix: str) -> tuple[str, list[Any]]:
 
     The lookup is `kindmem_credential_tenant`, a SECURITY DEFINER function that returns only
     the tenant id: the credential's own row is then read under the wall like any other, by
-    the next statement of the same message (kindmem.compiled.fetch_after: the server plans and
+    the next statement of the same message (compiled.fetch_after: the server plans and
     runs it once this one has run, under the wall it raised). The enclosing request
     (`TenantMiddleware`) clears it when the request ends."""
     local = _local()

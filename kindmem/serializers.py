@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from rest_framework import serializers
 
-from kindmem import fields
+from api import fields
 
 
 class RunMintInput(fields.StrictSerializer):
@@ -54,9 +54,3 @@ class WhoAmIOutput(serializers.Serializer):
     principal = serializers.CharField()
     run_id = fields.UUIDField(allow_null=True)
     readers = ReadersOutput()
-
-
-class ErrorOutput(serializers.Serializer):
-    code = serializers.CharField()
-    message = serializers.CharField()
-    details = serializers.JSONField(allow_null=True)

@@ -10,9 +10,10 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from api.bearer import API_KEY_MARKER, RUN_TOKEN_MARKER
+from api.errors import Forbidden, NotFound, ValidationFailed
 from kindmem.access import Principal, PrincipalKind
-from kindmem.credentials import API_KEY_MARKER, RUN_TOKEN_MARKER, new_token
-from kindmem.errors import Forbidden, NotFound, ValidationFailed
+from kindmem.credentials import new_token
 from kindmem.holds import assert_not_held
 from kindmem.models import Agent, ApiKey, ErasureHold, KeyKind, Project, Run, Tenant, User
 from kindmem.subjects import persons_of

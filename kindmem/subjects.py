@@ -12,7 +12,7 @@ import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from kindmem.errors import ValidationFailed
+from api.errors import ValidationFailed
 from kindmem.models import SubjectKind
 
 MAX_ID_LENGTH = 200  # the hold's and the scope columns' width

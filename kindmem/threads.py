@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import uuid
 
+from api.errors import Forbidden, InvalidFact
 from kindmem.erasure import BatchResult, ErasureTarget, StepPreview
-from kindmem.errors import Forbidden, InvalidFact
 from kindmem.models import Thread
 
 

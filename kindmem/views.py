@@ -8,10 +8,11 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from api.serializers import ErrorOutput
 from kindmem import services
 from kindmem.access import readers_for
 from kindmem.permissions import CanMintRuns, principal_of
-from kindmem.serializers import ErrorOutput, RunMintInput, RunMintOutput, WhoAmIOutput
+from kindmem.serializers import RunMintInput, RunMintOutput, WhoAmIOutput
 
 ERRORS = {400: ErrorOutput, 401: ErrorOutput, 403: ErrorOutput, 404: ErrorOutput}
 

@@ -21,8 +21,8 @@ from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils.html import format_html
 
-from kindmem.console import TenantScopedAdmin, is_platform_staff, person_link
-from kindmem.errors import KindmemError
+from api.errors import KindmemError
+from console.tenant_wall import TenantScopedAdmin, is_platform_staff, person_link
 from privacy import erasure_pages, person_pages, services
 from privacy.console_forms import AccessRequestStartForm, prefilled
 from privacy.erasure_pages import progress_html

@@ -8,7 +8,7 @@ from typing import Any, cast
 from django import forms
 from django.http import HttpRequest
 
-from kindmem.console import confine_tenant_field
+from console.tenant_wall import confine_tenant_field
 from kindmem.models import SubjectKind, Tenant
 from privacy.serializers import PERSON_KINDS
 

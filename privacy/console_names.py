@@ -1,4 +1,4 @@
-"""The console's names for people (`kindmem.console_names`): a participant or an external
+"""The console's names for people (`console.names`): a participant or an external
 subject by their id (it is all kindmem knows of them), a Kindgi user by their username, each a
 link to their person page for staff whose role opens it."""
 
@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from django.http import HttpRequest
 
-from kindmem.console import console_scope, person_url
-from kindmem.console_names import Key, Named, as_uuid, register
+from console.names import Key, Named, as_uuid, register
+from console.tenant_wall import console_scope, person_url
 from kindmem.models import SubjectKind, User
 from privacy.person_pages import person_sections
 

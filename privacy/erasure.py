@@ -21,6 +21,7 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
+from api.errors import ValidationFailed
 from approvals import erasure as approvals_erasure
 from audit.models import AuditEvent
 from audit.services import audit_subject_scrub
@@ -28,7 +29,6 @@ from facts import erasure as facts_erasure
 from kindmem import services as kindmem_services
 from kindmem import threads
 from kindmem.erasure import HELD_SHOWN, BatchResult, ErasureStep, ErasureTarget, StepPreview
-from kindmem.errors import ValidationFailed
 from kindmem.subjects import Subject
 from privacy import exports
 from privacy.models import UNFINISHED, ErasureRequest, RequestStatus

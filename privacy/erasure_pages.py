@@ -20,9 +20,9 @@ from django.template.response import TemplateResponse
 from django.urls import reverse
 from django.utils.html import format_html
 
-from kindmem.console import person_url
-from kindmem.console_names import Names
-from kindmem.errors import KindmemError
+from api.errors import KindmemError
+from console.names import Names
+from console.tenant_wall import person_url
 from kindmem.models import SubjectKind, Tenant
 from kindmem.subjects import Subject
 from privacy import services

@@ -12,7 +12,7 @@
 Someone with several roles sees each of their panels. Every panel is a handful of aggregate
 queries over the staff member's tenant (`console_scope`), whatever the size of the data.
 
-The charts (`kindmem.charts`, SVG drawn here, no script) show what is easier seen than read,
+The charts (`console.charts`, SVG drawn here, no script) show what is easier seen than read,
 over the last `DAYS` days: the revisions written per day by trust and review outcome, how long
 the queue has waited, the decisions per reviewer (the reviewer's panel); erasures and access
 requests per day (the privacy officer's). Each is one GROUP BY (`TruncDate` and `Count` in
@@ -32,6 +32,8 @@ from django.http import HttpRequest
 from django.utils import timezone
 
 from approvals.models import DECIDED, Approval, ApprovalStatus
+from console.charts import Chart, Series, day_labels
+from console.tenant_wall import console_scope, principal_names
 from extraction.metering import usage_day
 from extraction.models import ExtractionJob, ExtractionUsage, JobStatus
 from facts.models import (
@@ -44,8 +46,6 @@ from facts.models import (
     unshown,
 )
 from facts.review_reasons import REASONS
-from kindmem.charts import Chart, Series, day_labels
-from kindmem.console import console_scope, principal_names
 from kindmem.models import WorkerHeartbeat
 from privacy.models import UNFINISHED, AccessRequest, ErasureRequest
 from privacy.permissions import is_privacy_officer

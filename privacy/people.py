@@ -23,10 +23,10 @@ from typing import Any
 from django.contrib.postgres.search import SearchQuery
 from django.db.models import Count, Prefetch, Q, QuerySet, Window
 
+from api.errors import ValidationFailed
 from approvals.models import Approval, ApprovalStatus
 from audit.models import AuditEvent
 from facts.models import Fact, Revision, unshown
-from kindmem.errors import ValidationFailed
 from kindmem.models import Run, SubjectKind, User
 from kindmem.subjects import Subject
 from privacy.models import UNFINISHED, AccessRequest, ErasureRequest

@@ -19,10 +19,10 @@ from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpRequest, HttpResponse
 from django.template.response import TemplateResponse
 
+from api.errors import ValidationFailed
+from console.names import Names, agent_named, project_named
+from console.tenant_wall import console_scope, the_only_tenant
 from facts.console_names import fact_named
-from kindmem.console import console_scope, the_only_tenant
-from kindmem.console_names import Names, agent_named, project_named
-from kindmem.errors import ValidationFailed
 from kindmem.models import SubjectKind, Tenant
 from kindmem.subjects import Subject
 from privacy import services

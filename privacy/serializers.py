@@ -7,7 +7,7 @@ from typing import Any
 
 from rest_framework import serializers
 
-from kindmem.fields import StrictSerializer, TextField
+from api.fields import StrictSerializer, TextField
 from kindmem.models import SubjectKind
 
 PERSON_KINDS = [SubjectKind.PARTICIPANT, SubjectKind.USER, SubjectKind.EXTERNAL]

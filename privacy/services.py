@@ -10,11 +10,11 @@ from django.conf import settings
 from django.core.signing import BadSignature, SignatureExpired, TimestampSigner
 from django.db import transaction
 
+from api.background import enqueue_on_commit
+from api.errors import LinkExpired, NotFound, ValidationFailed
 from audit.models import Outcome, Phase
 from audit.services import Actor, AuditNote, audit_record
 from kindmem import services as kindmem_services
-from kindmem.background import enqueue_on_commit
-from kindmem.errors import LinkExpired, NotFound, ValidationFailed
 from kindmem.models import SubjectKind
 from kindmem.subjects import Subject
 from privacy.models import AccessRequest, ErasureRequest, RequestStatus

@@ -16,9 +16,9 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from kindmem.errors import NotFound
+from api.errors import NotFound
+from api.serializers import ErrorOutput
 from kindmem.permissions import principal_of
-from kindmem.serializers import ErrorOutput
 from kindmem.subjects import Subject
 from privacy import services
 from privacy.erasure import erasure_preview

@@ -8,13 +8,13 @@ from django.contrib import admin
 from django.urls import reverse
 from django.utils.html import format_html
 
-from kindmem.console import TenantScopedAdmin, person_link
+from console.tenant_wall import TenantScopedAdmin, person_link
 from recall.models import Conversation, Message
 
 
 class ReadOnlyAdmin(TenantScopedAdmin):
     """Conversations are the agents' record: staff read them; only the API and erasure write.
-    Staff see their own tenant's (`kindmem.console`)."""
+    Staff see their own tenant's (`console.tenant_wall`)."""
 
     def has_add_permission(self, request: Any, obj: Any = None) -> bool:
         return False

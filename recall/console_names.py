@@ -1,12 +1,12 @@
-"""The console's names for conversations (`kindmem.console_names`): by their thread id, a link
+"""The console's names for conversations (`console.names`): by their thread id, a link
 to the conversation's page with its messages."""
 
 from __future__ import annotations
 
 from django.http import HttpRequest
 
-from kindmem.console import console_scope
-from kindmem.console_names import Key, Named, change_url, register, uuids
+from console.names import Key, Named, change_url, register, uuids
+from console.tenant_wall import console_scope
 from recall.models import Conversation
 
 

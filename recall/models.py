@@ -20,9 +20,9 @@ from django.utils import timezone
 from pgvector.django import HnswIndex, VectorField
 
 from embeddings.providers import DIMENSIONS
-from kindmem.fulltext import TEXT_CONFIG
 from kindmem.models import Agent, Project, Tenant, User
 from recall.querysets import ConversationQuerySet, MessageQuerySet
+from retrieval.fulltext import TEXT_CONFIG
 
 
 class Conversation(models.Model):

@@ -20,11 +20,11 @@ from embeddings.budget import embedding_pool
 from embeddings.hnsw import hnsw_settings
 from embeddings.providers import embed_query
 from kindmem.access import Readers
-from kindmem.fulltext import keyword_matches
-from kindmem.fusion import HYBRID
-from kindmem.rerank import Candidate, candidate_pool, rerank, rerankers_named
 from recall.models import RECALLABLE_ROLES, Message
 from recall.querysets import MessageQuerySet, Selection
+from retrieval.fulltext import keyword_matches
+from retrieval.fusion import HYBRID
+from retrieval.rerank import Candidate, candidate_pool, rerank, rerankers_named
 
 KEYWORD = "keyword"
 SEMANTIC = "semantic"
@@ -60,7 +60,7 @@ class RecallQuery:
     top_k: int
     roles: tuple[str, ...] = ("user",)
     query: str | None = None
-    rerank: tuple[str, ...] = ()  # kindmem.rerank's names, applied in order (not for `list`)
+    rerank: tuple[str, ...] = ()  # retrieval.rerank's names, applied in order (not for `list`)
 
     @property
     def recalled_roles(self) -> list[str]:
@@ -83,7 +83,7 @@ def recallable(request: RecallQuery) -> MessageQuerySet:
 
 
 def keyword_leg(base: MessageQuerySet, query: str, limit: int) -> list[tuple[Message, float]]:
-    """The best `limit` full-text matches of the query's words (`kindmem.fulltext`: any word,
+    """The best `limit` full-text matches of the query's words (`retrieval.fulltext`: any word,
     quoted phrases required, BM25), newest first among equals."""
     rows = keyword_matches(base, "search", query).order_by("-score", "-created_at", "-id")
     return [(m, float(m.score)) for m in rows[:limit]]
@@ -138,8 +138,8 @@ def recall_search_embedded(
     keyword).
 
     `hybrid` runs both legs, each `HYBRID.depth(top_k)` deep, and fuses them as fact search does
-    (`kindmem.fusion.HYBRID`); its hits carry their neighbours like every other mode's. Named
-    rerankers reorder a deeper pool (`kindmem.rerank`) before the page is cut."""
+    (`retrieval.fusion.HYBRID`); its hits carry their neighbours like every other mode's. Named
+    rerankers reorder a deeper pool (`retrieval.rerank`) before the page is cut."""
     return _recall(request, lambda: (vector, model))
 
 

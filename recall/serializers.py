@@ -5,7 +5,7 @@ from typing import Any
 
 from rest_framework import serializers
 
-from kindmem import fields
+from api import fields
 from recall.models import RECALLABLE_ROLES, Role
 from recall.search import MODES
 from recall.services import MAX_BATCH, MAX_TEXT_CHARS

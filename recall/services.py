@@ -10,10 +10,10 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
+from api.background import enqueue_on_commit
+from api.errors import Forbidden, NotFound, ValidationFailed
 from embeddings.budget import embed_within_budget
 from kindmem.access import Principal, PrincipalKind, readers_for
-from kindmem.background import enqueue_on_commit
-from kindmem.errors import Forbidden, NotFound, ValidationFailed
 from kindmem.holds import assert_not_held
 from kindmem.models import Agent, Project, User
 from kindmem.subjects import persons_of

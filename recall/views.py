@@ -9,11 +9,11 @@ from rest_framework import status
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from api.errors import NotFound
+from api.serializers import ErrorOutput
 from audit.recording import AuditedView
 from kindmem.access import readers_for
-from kindmem.errors import NotFound
 from kindmem.permissions import principal_of
-from kindmem.serializers import ErrorOutput
 from recall import services
 from recall.models import Conversation, Message
 from recall.models import message_ref as message_ref_of

@@ -18,8 +18,8 @@ from django.urls import path, reverse
 from django.utils.html import format_html
 
 from audit.console import console_read_record
-from kindmem.console import TenantScopedAdmin, console_scope
-from kindmem.console_names import Names
+from console.names import Names
+from console.tenant_wall import TenantScopedAdmin, console_scope
 from kindmem.models import Run
 from runlog.models import LogEntry
 from runlog.verify import verify_run

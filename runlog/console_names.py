@@ -1,12 +1,12 @@
-"""The console's names for runs and run log entries (`kindmem.console_names`): a run by its
+"""The console's names for runs and run log entries (`console.names`): a run by its
 agent, an entry by its place in its run, each a link to the run's log timeline."""
 
 from __future__ import annotations
 
 from django.http import HttpRequest
 
-from kindmem.console import console_scope
-from kindmem.console_names import Key, Named, may_view, register, url_of, uuids
+from console.names import Key, Named, may_view, register, url_of, uuids
+from console.tenant_wall import console_scope
 from kindmem.models import Run
 from runlog.models import LogEntry
 

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from rest_framework import serializers
 
-from kindmem.fields import StrictSerializer
+from api.fields import StrictSerializer
 from runlog.models import LogKind
 from runlog.services import payload_problem
 

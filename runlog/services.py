@@ -13,8 +13,8 @@ from django.db import connection, transaction
 from django.db.models import Q
 from django.utils import timezone
 
+from api.errors import Forbidden, NotFound, ValidationFailed
 from kindmem.access import Principal, PrincipalKind, Readers, readers_for
-from kindmem.errors import Forbidden, NotFound, ValidationFailed
 from kindmem.guards import run_guard
 from kindmem.holds import assert_not_held, held_condition
 from kindmem.models import Run

@@ -10,9 +10,9 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from api.serializers import ErrorOutput
 from kindmem.access import readers_for
 from kindmem.permissions import principal_of
-from kindmem.serializers import ErrorOutput
 from runlog import services
 from runlog.models import LogEntry
 from runlog.serializers import (

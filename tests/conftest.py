@@ -33,7 +33,7 @@ AUDIT_QUERIES = 3
 AUDIT_READ_QUERIES = 1
 # What a Bearer request adds for row security: the statement that enters the credential's
 # tenant, sent in one round trip with the credential's lookup (a prepared statement each, in one
-# pipeline: kindmem.compiled), which tests count as the key's (or run's) statement, and the one
+# pipeline: compiled), which tests count as the key's (or run's) statement, and the one
 # that leaves it when the request ends (kindmem/row_security.py).
 TENANT_QUERIES = 2
 
@@ -137,9 +137,9 @@ DEAD_BROKER_WITHIN_SECONDS = 2.0
 
 
 def publish_warned(caplog: pytest.LogCaptureFixture, task_name: str, object_id: object) -> bool:
-    """Whether kindmem/background.py warned that it could not queue `task_name` for the id."""
+    """Whether api/background.py warned that it could not queue `task_name` for the id."""
     return any(
-        r.name == "kindmem.background"
+        r.name == "api.background"
         and r.levelname == "WARNING"
         and task_name in r.getMessage()
         and str(object_id) in r.getMessage()

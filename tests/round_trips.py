@@ -8,13 +8,13 @@ from typing import Any
 
 from django.db import connection
 
-from kindmem.compiled.statements import open_pipeline
+from compiled.statements import open_pipeline
 
 
 @contextmanager
 def round_trips() -> Iterator[list[list[str]]]:
     """The statements the block sent, grouped by round trip: the statements of one psycopg
-    pipeline (kindmem.compiled's prepared statements) share one; any other is one of its own
+    pipeline (compiled's prepared statements) share one; any other is one of its own
     (a message of several statements is one statement to Django)."""
     trips: list[list[str]] = []
     last: list[Any] = [None]

@@ -1,7 +1,7 @@
 """The house's one rule: imports run one way (DESIGN.md, Layout).
 
-    kindmem <- embeddings, audit <- facts, recall, runlog <- approvals <- extraction <- privacy
-    <- config
+    api, compiled, retrieval <- kindmem <- console <- embeddings, audit <- facts, recall, runlog
+    <- approvals <- extraction <- privacy <- config
 
 Every import of every module of the apps is read from its source (function-level imports
 included: hiding an upward import in a function does not make it go the other way), and one
@@ -16,16 +16,20 @@ from pathlib import Path
 from django.conf import settings
 
 FLOORS = {
-    "kindmem": 0,
-    "embeddings": 1,
-    "audit": 1,
-    "facts": 2,
-    "recall": 2,
-    "runlog": 2,
-    "approvals": 3,
-    "extraction": 4,
-    "privacy": 5,
-    "config": 6,
+    "api": 0,
+    "compiled": 0,
+    "retrieval": 0,
+    "kindmem": 1,
+    "console": 2,
+    "embeddings": 3,
+    "audit": 3,
+    "facts": 4,
+    "recall": 4,
+    "runlog": 4,
+    "approvals": 5,
+    "extraction": 6,
+    "privacy": 7,
+    "config": 8,
 }
 
 

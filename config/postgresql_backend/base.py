@@ -28,7 +28,7 @@ QUIET_CHECK_SECONDS = 5.0
 
 class DatabaseOperations(operations.DatabaseOperations):
     def last_executed_query(self, cursor: Any, sql: Any, params: Any) -> Any:
-        # Django reads a client-side cursor's query; kindmem.compiled's cursors bind server-side
+        # Django reads a client-side cursor's query; compiled's cursors bind server-side
         # (prepared statements) on a connection whose others do not: the debug log and the
         # tests' statement captures write theirs out as Django does for server-side binding.
         if not isinstance(cursor, psycopg.ClientCursor):

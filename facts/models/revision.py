@@ -30,10 +30,10 @@ from facts.models.choices import (
 )
 from facts.models.fact import Fact
 from facts.models.subject import Subject
-from kindmem.fulltext import TEXT_CONFIG
 from kindmem.guards import fact_guard
 from kindmem.holds import held_among, held_condition
 from kindmem.models import Run, Tenant
+from retrieval.fulltext import TEXT_CONFIG
 
 if TYPE_CHECKING:
     from kindmem.access import Readers
@@ -328,7 +328,7 @@ class Revision(models.Model):
             ),
             # a write's dedup (`facts.services._same`): the current revision of the same content,
             # found by its hash whatever the size of the writer's scope, on one plan for any
-            # values (a generic plan: kindmem.compiled); without it, the scope's every fact
+            # values (a generic plan: compiled); without it, the scope's every fact
             models.Index(
                 fields=["tenant", "content_hash"],
                 condition=Q(invalidated_at__isnull=True),

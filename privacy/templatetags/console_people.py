@@ -6,8 +6,8 @@ from typing import Any
 
 from django import template
 
-from kindmem.console import person_url
-from kindmem.templatetags.console import readable_content
+from console.templatetags.console import readable_content
+from console.tenant_wall import person_url
 
 register = template.Library()
 

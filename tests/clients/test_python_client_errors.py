@@ -37,8 +37,8 @@ def server_codes() -> set[str]:
     to, the body-size refusal and gunicorn's own refusals."""
     from rest_framework import exceptions as drf
 
+    from api import errors as server
     from config.gunicorn_conf import CODES as GUNICORN
-    from kindmem import errors as server
 
     codes: set[str] = set()
     stack = [server.KindmemError]

@@ -1,4 +1,4 @@
-"""The console's frame (kindmem/console_site.py, kindmem/console.py): a page a role does not
+"""The console's frame (console/site.py, console/tenant_wall.py): a page a role does not
 open is refused on a console page of its own, logged as one line; every page is titled as the
 console's ("Erasure requests | kindmem console"), never with the stock admin's wording."""
 

@@ -1,4 +1,4 @@
-"""Names, not ids (kindmem/console_names.py): what a console page names is looked up once per
+"""Names, not ids (console/names.py): what a console page names is looked up once per
 kind for the whole page, from the staff member's tenant only, and linked to its page only
 where their role opens it."""
 
@@ -12,8 +12,8 @@ from django.test import Client, RequestFactory
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
-from kindmem.console import principal_names
-from kindmem.console_names import Names, principal_parts
+from console.names import Names, principal_parts
+from console.tenant_wall import principal_names
 from tests import factories
 from tests.console.conftest import fact_history_plant, staff_create
 
@@ -177,12 +177,12 @@ def test_the_person_page_names_who_read_decided_and_ran_with_links(api, world):
 
 
 def test_a_console_url_reversed_once_is_the_url_django_reverses(world):
-    # kindmem.console_names.url_of reverses each pattern once and fills in the id
+    # console.names.url_of reverses each pattern once and fills in the id
     import uuid
 
     from django.urls import reverse
 
-    from kindmem.console_names import url_of
+    from console.names import url_of
 
     for viewname in ("admin:facts_fact_change", "admin:runlog_logentry_timeline"):
         for pk in (uuid.uuid4(), uuid.uuid4()):

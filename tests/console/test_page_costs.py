@@ -125,7 +125,7 @@ def test_every_console_page_costs_the_same_queries_for_n_and_3n_of_everything(
 
 
 def test_a_list_longer_than_the_count_cap_says_more_than_and_still_pages(api, world, monkeypatch):
-    from kindmem.console_lists import CappedCountPaginator
+    from console.lists import CappedCountPaginator
 
     # given a count cap of 3 and five facts
     monkeypatch.setattr(CappedCountPaginator, "cap", 3)

@@ -29,8 +29,8 @@ from django.urls import URLPattern, URLResolver, reverse
 from django.urls.resolvers import RegexPattern, RoutePattern
 from django.utils.html import escape
 
+from console.tenant_wall import TenantScopedAdmin, person_url, tenant_field
 from facts.models import Fact
-from kindmem.console import TenantScopedAdmin, person_url, tenant_field
 from kindmem.models import ApiKey, Run, Tenant, User
 from tests.console.conftest import Populated, populate
 

@@ -8,6 +8,7 @@ import json
 
 import pytest
 
+from api.errors import ExtractionUnavailable
 from extraction.prompt import answer_schema
 from extraction.provider import (
     ChatFailed,
@@ -16,7 +17,6 @@ from extraction.provider import (
     get_provider,
     require_provider,
 )
-from kindmem.errors import ExtractionUnavailable
 from tests.extraction.conftest import Reply, completion
 
 SCHEMA = answer_schema(["preference"])

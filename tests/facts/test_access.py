@@ -13,9 +13,9 @@ from django.utils import timezone
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from compiled import compiled
 from facts.models import Fact, Revision, Subject
 from kindmem.access import Readers
-from kindmem.compiled import compiled
 from kindmem.models import ErasureHold
 from tests import factories
 from tests.facts.conftest import fact_insert
@@ -205,7 +205,7 @@ def test_sql_guard_returns_exactly_what_the_reference_allows(
                     rid for rid, _, scope, subj in expected_rows if reference(scope, subj, held, r)
                 }
                 assert got == want, (r, facts, held)
-                # and the same guard compiled once per reader shape (kindmem.compiled), its
+                # and the same guard compiled once per reader shape (compiled), its
                 # SQL reused across examples with other readers, ids and tenants
                 prepared_ids = {row.id for row in _guarded(c.tenant.id, r, timezone.now()).all()}
                 assert prepared_ids == want, (r, facts, held)

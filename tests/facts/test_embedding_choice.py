@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from api.errors import EmbeddingUnavailable
 from embeddings import local, local_onnx
 from embeddings.openai_compatible import OpenAICompatibleEmbedder
 from embeddings.providers import (
@@ -18,7 +19,6 @@ from embeddings.providers import (
     require_embedder,
 )
 from embeddings.query_cache import QueryCache
-from kindmem.errors import EmbeddingUnavailable
 from tests.facts.conftest import Reply, cosine, norm
 
 # Slow, as when these tests were part of test_embedding.py (a module that starts processes is

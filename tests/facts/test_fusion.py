@@ -6,7 +6,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kindmem.fusion import RRF_K, fuse_by_rank
+from retrieval.fusion import RRF_K, fuse_by_rank
 
 
 def key(item: dict) -> str:

@@ -16,6 +16,7 @@ from django.db import transaction
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
+from api.errors import KindmemError, ValidationFailed
 from facts.links import link_create
 from facts.memory_exports import memory_file_of
 from facts.memory_files import (
@@ -31,7 +32,6 @@ from facts.memory_files import (
 from facts.memory_import import Uploaded, import_plan, uploaded_files
 from facts.models import Link, Revision
 from facts.services import fact_create
-from kindmem.errors import KindmemError, ValidationFailed
 from tests.oracles import memory_file_problems
 
 EXAMPLES = int(os.environ.get("KINDMEM_MEMORY_FILE_EXAMPLES", "150"))

@@ -49,7 +49,7 @@ def search(api: Any, run: Any, mode: str) -> Any:
 # statement (its tenant lock and policy, its insert); the tenant cleared when the request ends.
 # It runs in autocommit, each statement its own transaction (AuditedView.reads_in_autocommit: it
 # writes nothing but its event). Statements that travel together are prepared statements in one
-# pipeline (kindmem.compiled); the HNSW settings are the session's (facts.search.SCAN_SETTINGS).
+# pipeline (compiled); the HNSW settings are the session's (facts.search.SCAN_SETTINGS).
 # (Before issue 16's item 6: 12 and 13, with the tenant apart from the run, the leg's own
 # savepoint, the settings, each leg, the subjects and the audit's lock apart; 6 with the view's
 # transaction.)
@@ -82,7 +82,7 @@ def test_a_user_scoped_search_takes_a_fixed_number_of_round_trips(
 # subjects with it: the response); the audit event in one statement; the release; the tenant
 # cleared. The
 # service takes no savepoint of its own directly in the request's transaction, which a refused
-# write rolls back whole (kindmem/transactions.py). (Before issue 16's item 6: 27, with the
+# write rolls back whole (api/transactions.py). (Before issue 16's item 6: 27, with the
 # tenant apart from the key, the throttle's read, the cache's size and a savepointed read and
 # update of its row, the service's own savepoint and release, the reads before the write and its
 # inserts one by one, the subjects and the audit's lock apart; 10 with the read back apart.)

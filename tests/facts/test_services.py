@@ -10,11 +10,11 @@ import pytest
 from django.db import connection
 from django.utils import timezone
 
+from api.errors import Conflict, ErasureInProgress, Forbidden
 from facts import services
 from facts.models import Fact, Revision
 from facts.retention import RetentionInput
 from facts.scopes import SubjectInput
-from kindmem.errors import Conflict, ErasureInProgress, Forbidden
 from tests import factories
 
 

@@ -7,7 +7,7 @@ from datetime import date
 
 import pytest
 
-from kindmem.charts import Chart, Series, day_labels
+from console.charts import Chart, Series, day_labels
 
 
 def _columns() -> Chart:

@@ -1,4 +1,4 @@
-"""Queries compiled once per shape (kindmem.compiled): reused with other values, and refused
+"""Queries compiled once per shape (compiled): reused with other values, and refused
 where reuse would be wrong."""
 
 from __future__ import annotations
@@ -10,12 +10,12 @@ import pytest
 from django.db.models import Q
 from django.utils import timezone
 
+import compiled as engine
+from compiled import Read, compiled
+from compiled.shapes import compiled_shapes
 from facts import services
 from facts.models import Revision
-from kindmem import compiled as engine
 from kindmem.access import Readers
-from kindmem.compiled import Read, compiled
-from kindmem.compiled.shapes import compiled_shapes
 from kindmem.models import Org, Project
 from tests import factories
 

@@ -1,4 +1,4 @@
-"""Compiled shapes run as prepared statements (kindmem.compiled, settings.PREPARED_STATEMENTS):
+"""Compiled shapes run as prepared statements (compiled, settings.PREPARED_STATEMENTS):
 planned once per connection, several sent in one pipeline, the same rows as without."""
 
 from __future__ import annotations
@@ -13,13 +13,13 @@ from pgvector import Vector
 from psycopg.adapt import PyFormat
 from psycopg.pq import Format
 
+import compiled as engine
+from compiled import compiled
+from compiled.shapes import compiled_shapes
+from compiled.statements import open_pipeline
 from facts import services
 from facts.models import Revision
-from kindmem import compiled as engine
 from kindmem.access import Readers
-from kindmem.compiled import compiled
-from kindmem.compiled.shapes import compiled_shapes
-from kindmem.compiled.statements import open_pipeline
 
 pytestmark = pytest.mark.django_db
 
@@ -259,7 +259,7 @@ def test_a_semantic_search_sends_its_vector_in_binary_and_finds_what_text_found(
     with connection.execute_wrapper(record):
         as_binary = [(h.revision.pk, round(h.score, 6)) for h in fact_search(search=search)]
 
-    # then: its vector went as pgvector's Vector (binary on the wire: kindmem.compiled), no
+    # then: its vector went as pgvector's Vector (binary on the wire: compiled), no
     # vector was written out as text, and the hits and scores are the same
     assert any(isinstance(p, Vector) for p in sent)
     assert not any(isinstance(p, str) and p.startswith("[") for p in sent)

@@ -1,7 +1,7 @@
 """Connection discipline under attack: a stream of MCP calls, with valid, revoked and made-up
 credentials, many at once, holds no more database connections than the process's pool allows;
 the REST API and a real worker keep answering meanwhile; a saturated pool answers 503 with
-Retry-After, never 500 (config/pool.py, config/admission.py, kindmem/errors.py)."""
+Retry-After, never 500 (config/pool.py, config/admission.py, api/errors.py)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""How the keyword leg reads a reader's text (`kindmem.fulltext.KeywordQuery.parse`)."""
+"""How the keyword leg reads a reader's text (`retrieval.fulltext.KeywordQuery.parse`)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kindmem.fulltext import MAX_TERMS, KeywordQuery, keyword_matches
+from retrieval.fulltext import MAX_TERMS, KeywordQuery, keyword_matches
 
 
 def test_plain_words_are_optional_terms_lowercased_once_each() -> None:

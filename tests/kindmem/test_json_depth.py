@@ -1,4 +1,4 @@
-"""Every JSON body is held to one nesting depth (kindmem/parsers.py's MAX_JSON_DEPTH) before it
+"""Every JSON body is held to one nesting depth (api/parsers.py's MAX_JSON_DEPTH) before it
 is parsed: a deeper one is the same 400 and writes nothing, whatever the stack the request is
 parsed on; one at the limit is parsed and written, however deep the stack under it."""
 
@@ -8,8 +8,8 @@ import json
 
 import pytest
 
+from api.parsers import MAX_JSON_DEPTH, json_depth_exceeds
 from facts.models import Fact
-from kindmem.parsers import MAX_JSON_DEPTH, json_depth_exceeds
 from tests.stacks import STACKS, under
 
 pytestmark = pytest.mark.django_db

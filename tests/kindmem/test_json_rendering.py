@@ -1,4 +1,4 @@
-"""The API renders JSON with orjson (kindmem/renderers.py), writing what DRF's JSONRenderer
+"""The API renders JSON with orjson (api/renderers.py), writing what DRF's JSONRenderer
 wrote: clients parse the same values."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import pytest
 from rest_framework.renderers import JSONRenderer
 from rest_framework.settings import api_settings
 
-from kindmem.renderers import ApiJSONRenderer
+from api.renderers import ApiJSONRenderer
 
 BODY = {
     "id": uuid.UUID("12345678-1234-5678-1234-567812345678"),

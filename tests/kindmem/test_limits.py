@@ -9,9 +9,9 @@ from django.core.management import CommandError, call_command
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
+from api.renderers import ApiJSONRenderer
 from config.durability import database_problems
 from kindmem.models import Run
-from kindmem.renderers import ApiJSONRenderer
 
 
 @pytest.fixture
@@ -48,7 +48,7 @@ def test_writes_past_the_credentials_rate_get_429_with_retry_after(api, world, t
 def test_the_write_budget_frees_up_as_the_period_slides(
     api, world, tight_write_rate, monkeypatch
 ) -> None:
-    from kindmem.limits import CredentialWriteThrottle
+    from api.limits import CredentialWriteThrottle
 
     clock = [1_000_000.25]
     monkeypatch.setattr(CredentialWriteThrottle, "timer", lambda self: clock[0])
@@ -75,7 +75,7 @@ def test_the_write_budget_frees_up_as_the_period_slides(
 
 
 def test_a_refused_write_says_when_to_come_back(api, world, tight_write_rate, monkeypatch):
-    from kindmem.limits import CredentialWriteThrottle
+    from api.limits import CredentialWriteThrottle
 
     clock = [2_000_000.0]
     monkeypatch.setattr(CredentialWriteThrottle, "timer", lambda self: clock[0])
@@ -163,7 +163,7 @@ def test_a_credential_past_its_concurrency_is_refused_429_and_others_go_on(rf, s
 
     from django.http import HttpResponse
 
-    from kindmem.limits import CredentialConcurrencyMiddleware
+    from api.limits import CredentialConcurrencyMiddleware
 
     settings.CREDENTIAL_CONCURRENCY = 2
     release, entered = threading.Event(), threading.Semaphore(0)
@@ -229,7 +229,7 @@ def test_a_saturated_database_is_a_503_with_retry_after_logged_in_one_line():
     from django.db import OperationalError
     from psycopg_pool import PoolTimeout
 
-    from kindmem.errors import OneLineUnavailable, json_server_error
+    from api.errors import OneLineUnavailable, json_server_error
 
     try:
         try:
@@ -261,7 +261,7 @@ def test_a_saturated_database_is_a_503_with_retry_after_logged_in_one_line():
 def test_a_failed_statement_is_not_mistaken_for_an_unavailable_database():
     import psycopg
 
-    from kindmem.errors import is_unavailable
+    from api.errors import is_unavailable
 
     assert not is_unavailable(psycopg.errors.QueryCanceled("canceling statement due to timeout"))
     assert not is_unavailable(psycopg.errors.SerializationFailure("could not serialize"))

@@ -1,4 +1,4 @@
-"""The Django internals kindmem.compiled.orm_internals reads, held against the ORM's own result:
+"""The Django internals compiled.orm_internals reads, held against the ORM's own result:
 a Django upgrade that changes them fails here, by name, before any request does."""
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ from django.db.models import Model, Value
 from django.db.models.sql import InsertQuery
 from django.db.models.sql.compiler import SQLCompiler, SQLInsertCompiler
 
+from compiled.orm_internals import Empty, compile_insert, compile_select
 from facts import services
 from facts.models import Revision, Subject, subject_rows
-from kindmem.compiled.orm_internals import Empty, compile_insert, compile_select
 from kindmem.models import Run
 from tests import factories
 

@@ -1,4 +1,4 @@
-"""Rerankers (kindmem/rerank.py): each reorders a pool of candidates by one signal and leaves
+"""Rerankers (retrieval/rerank.py): each reorders a pool of candidates by one signal and leaves
 the order alone where its signal says nothing."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import pytest
 from django.conf import settings
 from django.utils import timezone
 
-from kindmem.rerank import (
+from retrieval.rerank import (
     MMR,
     RERANKERS,
     Candidate,

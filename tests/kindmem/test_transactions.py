@@ -1,4 +1,4 @@
-"""A service's atomic block (kindmem/transactions.py): its own savepoint, except directly
+"""A service's atomic block (api/transactions.py): its own savepoint, except directly
 inside a request's one transaction, where a refusal still leaves nothing."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ from django.db import connection, transaction
 from django.db.transaction import TransactionManagementError
 from django.test.utils import CaptureQueriesContext
 
+from api.transactions import request_atomic, service_atomic
 from kindmem.models import Tenant
-from kindmem.transactions import request_atomic, service_atomic
 
 pytestmark = pytest.mark.django_db
 

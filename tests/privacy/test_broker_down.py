@@ -1,6 +1,6 @@
 """A privacy request accepted while the broker is down: its row has committed, so it answers
 as usual (never 500, which a client would retry into a second request), the failed publish is
-logged, and the beat sweep starts it later (kindmem/background.py).
+logged, and the beat sweep starts it later (api/background.py).
 
 The database is transactional here: the request's transaction commits for real, so its
 on-commit publish runs inside the request, against a broker where nothing listens."""
@@ -139,7 +139,7 @@ def test_the_consoles_start_forms_accept_while_the_broker_is_down_and_the_sweeps
 
 
 def test_every_sweep_that_resumes_a_request_publish_is_on_beat(settings):
-    # the tasks kindmem/background.py leaves to a sweep when the broker is down, and the sweeps
+    # the tasks api/background.py leaves to a sweep when the broker is down, and the sweeps
     from config.celery import app
 
     app.loader.import_default_modules()

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from api.errors import ErasureInProgress
 from facts.models import Fact, Revision
 from facts.services import fact_create
-from kindmem.errors import ErasureInProgress
 from kindmem.models import ErasureHold, Run
 from privacy.erasure import erasure_run
 from privacy.models import ErasureRequest, RequestStatus

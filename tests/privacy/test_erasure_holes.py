@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from kindmem.errors import ValidationFailed
+from api.errors import ValidationFailed
 from kindmem.models import ErasureHold
 from privacy.erasure import erasure_run
 from privacy.exports import access_export_document

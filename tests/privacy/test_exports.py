@@ -9,11 +9,11 @@ import zipfile
 import pytest
 from django.db import transaction
 
+from api.errors import Forbidden
 from audit.models import Outcome, Phase
 from audit.services import AuditNote, audit_record
 from facts.memory_files import parse_memory_file
 from facts.services import fact_create
-from kindmem.errors import Forbidden
 from privacy.models import RequestStatus
 from privacy.services import Actor, access_request_start
 from privacy.tasks import build_access_export

@@ -10,7 +10,7 @@ from django.test import Client
 from django.urls import reverse
 
 from audit.models import AuditEvent
-from kindmem.console import person_url
+from console.tenant_wall import person_url
 from privacy.services import Actor, access_request_start, erasure_start
 from privacy.tasks import build_access_export
 from tests import factories

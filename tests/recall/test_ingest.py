@@ -9,7 +9,7 @@ import pytest
 from django.db import connection
 from rest_framework.test import APIClient
 
-from kindmem.errors import Forbidden
+from api.errors import Forbidden
 from recall.models import Conversation, Message
 from recall.tasks import embed_backlog
 from tests import factories

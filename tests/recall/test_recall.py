@@ -112,8 +112,8 @@ def test_hybrid_recall_is_the_fused_order_of_its_legs_and_hits_carry_neighbours(
 ):
     from embeddings.providers import HashingEmbedder
     from kindmem.access import readers_for
-    from kindmem.fusion import HYBRID
     from recall.search import RecallQuery, Selection, keyword_leg, recallable, semantic_leg
+    from retrieval.fusion import HYBRID
 
     # given a question some messages match by words and others by meaning
     query = "refund for my parcel"

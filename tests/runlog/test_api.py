@@ -6,7 +6,7 @@ import uuid
 
 import pytest
 
-from kindmem.parsers import MAX_JSON_DEPTH
+from api.parsers import MAX_JSON_DEPTH
 from runlog.chain import GENESIS_HASH
 from runlog.models import LogEntry
 from runlog.services import log_payloads_erase
@@ -92,7 +92,7 @@ def test_a_payload_nested_too_deep_is_refused(api, minted, stack):
 def test_a_body_nested_beyond_what_json_bodies_may_is_one_400_at_any_stack(
     api, minted, stack, levels
 ):
-    # given a body deeper than the parser takes (kindmem/parsers.py): refused before it is
+    # given a body deeper than the parser takes (api/parsers.py): refused before it is
     # parsed, so the answer is the same whatever the stack depth it arrives at
     body = '{"kind": "turn", "payload": {"a": ' + "[" * levels + "]" * levels + "}}"
     response = under(

@@ -7,7 +7,7 @@ import uuid
 import pytest
 from django.test import override_settings
 
-from kindmem.errors import ErasureInProgress, ValidationFailed
+from api.errors import ErasureInProgress, ValidationFailed
 from runlog import chain
 from runlog.chain import GENESIS_HASH
 from runlog.models import LogEntry

@@ -189,7 +189,7 @@ const CLASSES = [
   NotImplementedByServer,
 ] as const;
 
-/** code -> class, for every code of the vocabulary (README's error list, kindmem/errors.py). */
+/** code -> class, for every code of the vocabulary (README's error list, api/errors.py). */
 export const CODES: ReadonlyMap<string, typeof KindmemError> = new Map(
   CLASSES.map((cls) => [cls.code, cls]),
 );

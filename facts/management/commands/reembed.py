@@ -14,10 +14,10 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from api.errors import EmbeddingUnavailable
 from embeddings.providers import EmbeddingFailed, get_embedder
 from facts.embedding import revisions_embed
 from facts.models import Revision
-from kindmem.errors import EmbeddingUnavailable
 
 BAR_WIDTH = 30
 

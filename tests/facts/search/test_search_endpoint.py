@@ -1,5 +1,5 @@
 """Fact search (`POST /v1/facts/search`): loud failure without an embedder, bad input, the
-endpoint's query count, audit and shape, and reranking (kindmem/rerank.py)."""
+endpoint's query count, audit and shape, and reranking (retrieval/rerank.py)."""
 
 from __future__ import annotations
 
@@ -139,7 +139,7 @@ def test_a_hit_carries_the_facts_api_shape_score_and_ranks(api, world):
     assert "embedding" not in hit["fact"]
 
 
-# --- reranking (kindmem/rerank.py), off unless KINDMEM_RERANK names one -------------------------
+# --- reranking (retrieval/rerank.py), off unless KINDMEM_RERANK names one -------------------------
 
 
 def test_the_slot_reranker_moves_a_slots_older_value_below_every_other_hit(api, world, settings):

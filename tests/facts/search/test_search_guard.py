@@ -17,9 +17,9 @@ from hypothesis import strategies as st
 from facts.models import EmbeddingState, Fact, Revision, Subject
 from facts.search import FactSearch, keyword_leg, semantic_leg
 from kindmem.access import readers_for
-from kindmem.fulltext import KeywordQuery
-from kindmem.fusion import HYBRID, fuse_by_rank
 from kindmem.models import ErasureHold
+from retrieval.fulltext import KeywordQuery
+from retrieval.fusion import HYBRID, fuse_by_rank
 from tests import factories
 from tests.facts.search.conftest import HASHING, hit_ids, plant, search
 from tests.facts.test_access import Containers, cases, containers, reference  # noqa: F401
@@ -83,7 +83,7 @@ def bm25_reference(docs: dict[Any, frozenset[str]], words: list[frozenset[str]])
     """The keyword leg's ranking, written out in Python: the docs having any query word (a
     word's lexemes all present), by BM25 with each word counted once, document frequencies
     and average length over those docs; ties by id."""
-    from kindmem.fulltext import BM25_B, BM25_K1
+    from retrieval.fulltext import BM25_B, BM25_K1
 
     matched = {i: d for i, d in docs.items() if any(w and w <= d for w in words)}
     if not matched:

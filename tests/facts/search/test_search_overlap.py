@@ -60,7 +60,7 @@ def test_an_embedder_failing_during_the_keyword_leg_fails_the_search_loudly(
     world, monkeypatch
 ) -> None:
     # given: an embedder that fails, and facts the keyword leg finds
-    from kindmem.errors import EmbeddingUnavailable
+    from api.errors import EmbeddingUnavailable
 
     plant(world.tenant, ["coffee order"])
 

@@ -1,4 +1,4 @@
-"""The keyword leg as a prepared statement (kindmem.compiled): planned for its values on every
+"""The keyword leg as a prepared statement (compiled): planned for its values on every
 execution (the session's `plan_cache_mode`, config/settings.py), so each word of the query is
 parsed once, at planning, as when it was sent as a plain statement; never once per row a
 generic plan scores."""
@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 from django.db import connection
 
+import compiled
 from facts.search import FactSearch, fact_search
-from kindmem import compiled
 from kindmem.access import readers_for
 from tests.facts.search.conftest import plant
 

@@ -225,7 +225,7 @@ class UnexpectedResponse(KindmemError):
     code = "unexpected-response"
 
 
-# code -> class, for every code of the vocabulary (README, kindmem/errors.py).
+# code -> class, for every code of the vocabulary (README, api/errors.py).
 CODES: dict[str, type[KindmemError]] = {
     cls.code: cls
     for cls in (

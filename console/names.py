@@ -32,7 +32,7 @@ from django.http import HttpRequest
 from django.urls import get_script_prefix, reverse
 from django.utils.html import format_html
 
-from kindmem.console_scope import console_scope
+from console.scope import console_scope
 from kindmem.models import Agent, ApiKey, Project
 
 # A value to look up, and for a kind registered `by_tenant` the tenant it is of (an agent's own

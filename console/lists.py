@@ -2,7 +2,7 @@
 
 The Django admin counts every list twice, in full: `COUNT(*)` of the filtered rows for the
 paginator and of all rows for "(N total)". On a table of a million rows that is two scans per
-page view. `TenantScopedAdmin` (kindmem/console.py) drops the second
+page view. `TenantScopedAdmin` (console/tenant_wall.py) drops the second
 (`show_full_result_count = False`) and pages with `CappedCountPaginator`, which counts at most
 `COUNT_CAP` rows: a list of more says "more than 10,000" (templates/admin/pagination.html),
 and a filter or a search narrows it.

@@ -12,9 +12,9 @@ from django.contrib.auth.models import Group
 from django.http import HttpRequest
 from django.utils.html import format_html
 
+from api.errors import ValidationFailed
+from console.tenant_wall import TenantScopedAdmin, is_platform_staff, person_link
 from kindmem import services
-from kindmem.console import TenantScopedAdmin, is_platform_staff, person_link
-from kindmem.errors import ValidationFailed
 from kindmem.models import Agent, ApiKey, Org, Project, Run, Tenant, User, WorkerHeartbeat
 
 admin.site.site_header = "kindmem console"

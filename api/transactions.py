@@ -27,7 +27,7 @@ from django.conf import settings
 from django.db import connection, transaction
 from django.http import HttpRequest, HttpResponse
 
-from kindmem.credentials import presented_credential
+from api.bearer import presented_credential
 
 P = ParamSpec("P")
 R = TypeVar("R")

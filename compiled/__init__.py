@@ -14,13 +14,13 @@ written once, as a plain function that returns a QuerySet, and decorated:
     held = holds_of(tenant_id, wanted).all()
 
 Calling it builds nothing: it names a `Read`. The first read of a shape runs the function on
-placeholders (`kindmem.compiled.shapes`), compiles it, and keeps the SQL; every later read
+placeholders (`compiled.shapes`), compiles it, and keeps the SQL; every later read
 binds its own values into that SQL. The function must therefore let its values choose nothing
 but values (a branch on a number, a flag or the size of a list is shape, and fine); a query
 that takes a time for itself (`timezone.now()`), or writes a value into its SQL, is found out
 and runs through the ORM on every call instead. Where prepared statements are on
 (settings.PREPARED_STATEMENTS), each shape runs as one, planned for each call's values
-(`kindmem.compiled.statements`).
+(`compiled.statements`).
 
 Reads and writes that travel together (one round trip):
 
@@ -33,7 +33,7 @@ Reads and writes that travel together (one round trip):
 - `insert(group, ..., then=[reads])`: INSERTs of new instances, then reads that see them;
 - `execute(sql, params)`: one statement of fixed text (the audit event's insert).
 
-Only `kindmem.compiled.orm_internals` reads Django's internals (making rows into models, an
+Only `compiled.orm_internals` reads Django's internals (making rows into models, an
 INSERT as `bulk_create` compiles it); its test fails on the Django upgrade that changes them.
 """
 
@@ -49,9 +49,9 @@ from typing import Any, ParamSpec
 from django.db import connection, transaction
 from django.db.models import Model, QuerySet
 
-from kindmem.compiled.orm_internals import Empty, compile_insert
-from kindmem.compiled.shapes import Made, Row, Template, forget, identity, template_of
-from kindmem.compiled.statements import preparing, send_prepared
+from compiled.orm_internals import Empty, compile_insert
+from compiled.shapes import Made, Row, Template, forget, identity, template_of
+from compiled.statements import preparing, send_prepared
 
 __all__ = [
     "Read",

@@ -10,8 +10,8 @@ from django.conf import settings
 from rest_framework.exceptions import ParseError, ValidationError
 from rest_framework.parsers import BaseParser, JSONParser
 
-from kindmem.errors import RequestTooLarge
-from kindmem.storable import PROBLEM, unstorable_path
+from api.errors import RequestTooLarge
+from api.storable import PROBLEM, unstorable_path
 
 # Deeper bodies are refused before they are parsed. Well under Python's recursion limit (1000),
 # so the parse and everything that walks a body afterwards (the search text, json.dumps, DRF's
@@ -43,7 +43,7 @@ class BoundedJSONParser(JSONParser):
     """DRF's JSON parser, but a body nested deeper than MAX_JSON_DEPTH is a 400 before it is
     parsed, the same answer at any stack depth (parsing recurses, so where Python's recursion
     limit falls would otherwise depend on the frames below the request), and so is a string
-    anywhere in it that PostgreSQL cannot store (kindmem/storable.py): one check for every
+    anywhere in it that PostgreSQL cannot store (api/storable.py): one check for every
     field of every body, free-form JSON (a fact's content and source, a run log's payload)
     included."""
 

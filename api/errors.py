@@ -194,7 +194,7 @@ class PersistenceError(KindmemError):
 
 class RequestTooLarge(KindmemError):
     """More than a request may carry once unpacked (an archive's files, their size): 413, as
-    for a body over KINDMEM_MAX_BODY_BYTES (kindmem/limits.py answers that one itself)."""
+    for a body over KINDMEM_MAX_BODY_BYTES (api/limits.py answers that one itself)."""
 
     code = "request-too-large"
     status_code = status.HTTP_413_REQUEST_ENTITY_TOO_LARGE
@@ -221,7 +221,7 @@ def error_response(
 ) -> HttpResponse:
     """The error shape answered outside a DRF view (a middleware, Django's handlers), written
     by the API's own renderer so that its bytes match every other error's."""
-    from kindmem.renderers import ApiJSONRenderer
+    from api.renderers import ApiJSONRenderer
 
     return HttpResponse(
         ApiJSONRenderer().render(error_body(code, message, details)),

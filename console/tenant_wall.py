@@ -37,12 +37,12 @@ from django.db.models import QuerySet
 from django.http import Http404, HttpRequest, HttpResponse
 from django.utils.text import capfirst
 
-from kindmem.console_lists import CappedCountPaginator
-from kindmem.console_names import Named, Names
-from kindmem.console_scope import console_scope as console_scope
-from kindmem.console_scope import is_platform_staff as is_platform_staff
-from kindmem.console_scope import tenant_field as tenant_field
-from kindmem.console_scope import tenant_scope
+from console.lists import CappedCountPaginator
+from console.names import Named, Names
+from console.scope import console_scope as console_scope
+from console.scope import is_platform_staff as is_platform_staff
+from console.scope import tenant_field as tenant_field
+from console.scope import tenant_scope
 from kindmem.models import Tenant
 from kindmem.row_security import ALL_TENANTS
 
@@ -127,7 +127,7 @@ class TenantScopedAdmin(admin.ModelAdmin):
     list the tenant's rows, and a tenant staff member has no tenant filter (it has one value).
 
     Lists page by 50, count at most 10,000 rows and never count the whole table a second time
-    (kindmem/console_lists.py): a page costs the same whatever the size of the tenant.
+    (console/lists.py): a page costs the same whatever the size of the tenant.
     """
 
     list_per_page = 50
@@ -150,7 +150,7 @@ class TenantScopedAdmin(admin.ModelAdmin):
         self._name_rows(request, [found])
         return found
 
-    # --- names, not ids (kindmem/console_names.py) -------------------------------------
+    # --- names, not ids (console/names.py) -------------------------------------
 
     def names_wanted(self, obj: Any) -> Iterable[tuple[str, Any]]:
         """The (kind, value) pairs this admin's columns show by name for `obj` ("principal",
@@ -235,7 +235,7 @@ class TenantScopedAdmin(admin.ModelAdmin):
 
 def principal_names(request: HttpRequest, principals: Iterable[str]) -> dict[str, str]:
     """A readable name for each principal string of the audit stream and the decision columns
-    that names someone the staff member may see (`kindmem.console_names`), in a few queries
+    that names someone the staff member may see (`console.names`), in a few queries
     whatever their number. An id that names nothing visible is left out: it is shown as it is."""
 
     wanted = set(principals)
@@ -266,7 +266,7 @@ def person_url(kind: str, subject_id: str, tenant_id: Any = None) -> str:
 
 def person_link(kind: str, subject_id: Any, tenant_id: Any = None, label: str = "") -> str:
     """A person's id (or `label`, their name where the row already holds it) as a link to
-    their page, marked up as every console name is (`kindmem.console_names.Named`); "—" for
+    their page, marked up as every console name is (`console.names.Named`); "—" for
     no one."""
 
     if subject_id in (None, ""):

@@ -8,7 +8,7 @@ from typing import Any
 
 from rest_framework import serializers
 
-from kindmem.cursors import cursor_decode
+from api.cursors import cursor_decode
 
 
 class UUIDField(serializers.UUIDField):
@@ -52,7 +52,7 @@ class BooleanField(serializers.BooleanField):
 
 
 class CursorField(serializers.CharField):
-    """A page cursor (kindmem/cursors.py) as a query parameter: the `(created_at, id)` it holds,
+    """A page cursor (api/cursors.py) as a query parameter: the `(created_at, id)` it holds,
     or a validation error for anything the API did not hand out."""
 
     default_error_messages = {"invalid": "Not a cursor this API returned."}

@@ -4,7 +4,7 @@ reaches the database.
 PostgreSQL's text and jsonb refuse a NUL character, and UTF-8 cannot encode a lone surrogate
 (`"\\ud800"` in JSON decodes to one), so psycopg fails on either, whichever column or
 parameter it was meant for. Both are refused in one place each: anywhere in a JSON body
-(kindmem/parsers.py), in the path and in the query string (the middleware below).
+(api/parsers.py), in the path and in the query string (the middleware below).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from typing import Any
 
 from django.http import HttpRequest, HttpResponse
 
-from kindmem.errors import error_response
+from api.errors import error_response
 
 UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
 PROBLEM = "contains a NUL character or a lone surrogate, which cannot be stored"

@@ -53,4 +53,4 @@ class ConsoleSite(admin.AdminSite):
 
 
 class ConsoleAdminConfig(AdminConfig):
-    default_site = "kindmem.console_site.ConsoleSite"
+    default_site = "console.site.ConsoleSite"

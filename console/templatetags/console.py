@@ -5,7 +5,7 @@
     {% named names "revision-approval" revision.pk as approval %}   the Named, or None
     {% with shown=revision.content|readable_content %}...   text as text, the rest as pairs
 
-`names` is the page's `kindmem.console_names.Names`, which has looked up everything the page
+`names` is the page's `console.names.Names`, which has looked up everything the page
 names at once. Both escape what they show: names and content come from agents and people."""
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ from typing import Any
 
 from django import template
 
-from kindmem.console import readable_content
-from kindmem.console_names import Named, Names
+from console.names import Named, Names
+from console.tenant_wall import readable_content
 
 register = template.Library()
 

@@ -1,5 +1,5 @@
 """A query's shape: its inputs with every value replaced by a placeholder, and the SQL the ORM
-compiles from that shape once, bound with each call's own values (kindmem.compiled).
+compiles from that shape once, bound with each call's own values (compiled).
 
 The shape of `inputs` is `inputs` with the k-th distinct value replaced by the k-th placeholder
 of its kind, so equal values stay equal (the guard merges and deduplicates id sets: the
@@ -29,7 +29,7 @@ from typing import Any
 from django.db.models import Model, QuerySet
 from pgvector import Vector
 
-from kindmem.compiled.orm_internals import Empty, NotMadeHere, RowMaker, compile_select
+from compiled.orm_internals import Empty, NotMadeHere, RowMaker, compile_select
 
 logger = logging.getLogger(__name__)
 

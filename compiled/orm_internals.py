@@ -1,7 +1,7 @@
 """The one module that reads Django's ORM internals: a QuerySet's SQL with how its rows become
 model instances, and a group of new instances' single INSERT.
 
-`kindmem.compiled` sends a query's SQL itself (in a pipeline, as a prepared statement, bound
+`compiled` sends a query's SQL itself (in a pipeline, as a prepared statement, bound
 with each call's values), so it must make the rows into models as iterating the QuerySet would,
 and write an INSERT as `save` and `bulk_create` compile it. Django has no public API for either:
 its own `ModelIterable` reads the compiler's layout of the SELECT list. Built by the ORM on
