@@ -359,6 +359,9 @@ CACHES = {
         else {
             "BACKEND": "django.core.cache.backends.db.DatabaseCache",
             "LOCATION": "kindmem_cache",
+            # Above MAX_ENTRIES a write culls a third of the live keys (Django's default 300):
+            # a credential's throttle count or read-your-writes pin could vanish under it.
+            "OPTIONS": {"MAX_ENTRIES": 10_000},
         }
     )
 }

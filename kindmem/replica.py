@@ -47,7 +47,15 @@ def replica_configured() -> bool:
 def written_by(principal: Principal) -> None:
     """Record that `principal` has just written: its reads stay on the primary for a while."""
     if replica_configured() and settings.REPLICA_PIN_SECONDS > 0:
-        cache.set(_pin_key(principal), 1, timeout=settings.REPLICA_PIN_SECONDS)
+        # The pin's end travels as the value: the database cache keeps expiry to the whole
+        # second, which would end a pin of one second anywhere between 0 and 1 s after it began.
+        pinned_until = time.time() + settings.REPLICA_PIN_SECONDS
+        cache.set(_pin_key(principal), pinned_until, timeout=settings.REPLICA_PIN_SECONDS + 1)
+
+
+def _pinned(principal: Principal) -> bool:
+    pinned_until = cache.get(_pin_key(principal))
+    return pinned_until is not None and time.time() < pinned_until
 
 
 @contextmanager
@@ -55,11 +63,7 @@ def reads_on_replica(principal: Principal) -> Iterator[bool]:
     """Run the block's queries on the replica, as `principal`'s tenant, when there is one that
     answers and the principal has not just written; yields whether it did."""
     global _skip_until
-    if (
-        not replica_configured()
-        or time.monotonic() < _skip_until
-        or cache.get(_pin_key(principal)) is not None
-    ):
+    if not replica_configured() or time.monotonic() < _skip_until or _pinned(principal):
         yield False
         return
     primary, replica = connections[DEFAULT_DB_ALIAS], connections[REPLICA]
