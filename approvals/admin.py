@@ -31,7 +31,7 @@ from approvals.services import Decision, approval_decide, console_principal
 from audit.console import console_read_record
 from console.tenant_wall import TenantScopedAdmin, console_scope, person_link
 from facts.models import unshown
-from facts.review_reasons import REASONS
+from facts.review import REASONS
 
 # The console's three decisions: (the service's decision, verify) and what the message says.
 CHOICES = {

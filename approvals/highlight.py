@@ -9,7 +9,7 @@ from typing import Any
 from django.utils.html import escape, format_html
 from django.utils.safestring import SafeString, mark_safe
 
-from facts.review_reasons import is_hidden
+from approvals.review_reasons import is_hidden
 
 
 def _visible(segment: str) -> str:

@@ -14,9 +14,10 @@ from django.db import models
 from django.db.models import OuterRef, Q
 from django.utils import timezone
 
+from approvals.review_reasons import review_text
 from facts.models import Fact, Revision
 from facts.models import Subject as RevisionSubject
-from facts.review_reasons import REASONS, review_text
+from facts.review import REASONS
 from kindmem.holds import held_among, held_condition
 from kindmem.models import Agent, Project, Run, Tenant, User
 from kindmem.subjects import Subject

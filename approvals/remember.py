@@ -23,8 +23,9 @@ from django.utils import timezone
 
 from api.errors import Forbidden, InvalidFact
 from approvals.models import Approval, ApprovalStatus
+from approvals.review_reasons import detect, reasons_of
 from approvals.services import approval_open
-from facts.review_reasons import VERIFIED_SLOT, Finding, detect, reasons_of
+from facts.review import VERIFIED_SLOT, Finding
 from facts.scopes import SubjectInput
 from facts.services import type_content_schema
 from facts.slots import SlotOutcome, SlotWrite, slot_write

@@ -9,7 +9,7 @@ from rest_framework import serializers
 from api import fields
 from api.fields import PatternField, StrictSerializer, TextField
 from approvals.models import Approval, ApprovalStatus
-from facts.review_reasons import REASONS
+from facts.review import REASONS
 from facts.serializers import FactOutput
 
 # A hard cap before the service's own limit (KINDMEM_REMEMBER_MAX_CHARS) answers clearly.

@@ -15,7 +15,7 @@ from approvals.models import Approval, ApprovalStatus
 from audit.models import Outcome, Phase
 from audit.services import Actor, AuditNote, audit_record
 from facts.models import Revision
-from facts.review_reasons import Finding
+from facts.review import Finding
 from facts.services import fact_verify, revision_approve, revision_reject
 from kindmem.access import Principal, PrincipalKind, Readers
 
@@ -53,16 +53,6 @@ def approval_open(
         findings=[f.as_json() for f in findings],
         created_at=now or timezone.now(),
     )
-
-
-def approval_open_for_fact(
-    *, principal: Principal, revision: Revision, reasons: list[str], findings: list[Finding]
-) -> uuid.UUID:
-    """The review queue facts calls for an agent's write through the facts routes
-    (`facts.review_queue`, connected in `ApprovalsConfig.ready`)."""
-    return approval_open(
-        principal=principal, revision=revision, reasons=reasons, findings=findings
-    ).id
 
 
 def is_reviewer(principal: Principal) -> bool:

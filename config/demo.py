@@ -21,7 +21,7 @@ DEMO_DECLARATIONS = [
     {"type": "product-insight", "scope": "same-project", "keep_days": 365},
 ]
 
-# A remembered text naming one of these reads like an instruction (facts/review_reasons.py).
+# A remembered text naming one of these reads like an instruction (approvals/review_reasons.py).
 DEMO_TOOLS = ["send_email", "create_ticket", "refund_order"]
 
 

@@ -112,6 +112,12 @@ INSTALLED_APPS = [
     "config",  # the wiring, last: its management commands (run, seed_demo, check_database)
 ]
 
+# What a lower app asks of a higher one, which it may not import (imports run one way): the
+# reviewer of an agent's write through the facts routes (facts/review.py), and what runs after a
+# batch of messages is appended to a conversation (recall/appended.py).
+AGENT_WRITE_REVIEW = "approvals.agent_review.reviewer"
+AFTER_APPEND_HOOKS = ["extraction.services.extraction_after_append"]
+
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "api.limits.BodySizeLimitMiddleware",

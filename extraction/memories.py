@@ -13,10 +13,10 @@ from collections.abc import Iterable
 from django.conf import settings
 
 from api.errors import EmbeddingUnavailable
+from approvals.review_reasons import review_text
 from embeddings.providers import get_embedder
 from extraction.prompt import ShownMemory, ShownMessage
 from facts.models import Revision
-from facts.review_reasons import review_text
 from facts.search import FactSearch, fact_search
 from kindmem.access import Principal, readers_for
 

@@ -52,7 +52,7 @@ from extraction.prompt import PROMPT_VERSION, SCHEMA_NAME, Prompt, ShownMessage,
 from extraction.provider import ChatFailed, Completion, get_provider
 from facts.models import Revision
 from facts.provenance import content_hash
-from facts.review_reasons import CONTRADICTION, EXTRACTED
+from facts.review import CONTRADICTION, EXTRACTED
 from facts.scopes import resolve_scope
 from facts.services import Outcome as WriteOutcome
 from facts.services import fact_propose

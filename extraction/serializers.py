@@ -7,7 +7,7 @@ from rest_framework import serializers
 from api import fields
 from api.fields import StrictSerializer
 from extraction.models import Action, DecisionOutcome, ExtractionDecision, JobStatus
-from facts.review_reasons import REASONS
+from facts.review import REASONS
 
 
 class ExtractInput(StrictSerializer):

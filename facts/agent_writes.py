@@ -1,13 +1,10 @@
-"""What an agent's run may write through the facts routes, and when its write waits for a
-person: remember's review rules, whatever the route."""
+"""What an agent's run may alter through the facts routes, whatever the route (whether its
+write waits for a person is remember's review: `facts.review`)."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from api.errors import Forbidden
 from facts.models import AttributionKind, Fact, Revision, Trust
-from facts.review_reasons import Finding, detect, reasons_of, review_text
 from kindmem.access import Principal, PrincipalKind
 
 
@@ -15,21 +12,6 @@ def is_wide(fact: Fact) -> bool:
     """Whether a fact reaches beyond one person or conversation: it names no participant, user
     or thread (project-, org- or tenant-wide). The seed's `wide-scope`, for any route."""
     return not (fact.participant_id or fact.user_id or fact.thread_id)
-
-
-def agent_review(principal: Principal, fact: Fact, content: Any) -> tuple[list[str], list[Finding]]:
-    """Why an agent's write must wait for a person. `wide-scope` for a fact beyond one person
-    or conversation; `instruction-like` and `hidden-characters` from the content as a reviewer
-    reads it (`review_text`), its slot key and its tags. Nothing for any other writer (a person
-    or an app asserts what it writes)."""
-    run = principal.run
-    if principal.kind != PrincipalKind.RUN or run is None:
-        return [], []
-    tools = [t for t in run.agent.tools if isinstance(t, str)]
-    findings = detect(review_text(content), tool_names=tools)
-    # The key and tags are read beside the content; they fire a reason, with no span to mark.
-    labels = detect("\n".join([fact.key or "", *fact.tags]), tool_names=tools)
-    return reasons_of([*findings, *labels], wide_scope=is_wide(fact)), findings
 
 
 def check_run_may_alter(

@@ -16,7 +16,7 @@ from api.fields import PatternField, StrictSerializer, TextField
 from facts.links import MAX_HOPS
 from facts.models import FactSubjectKind, ReviewState, Revision, Trust
 from facts.retention import RetentionInput
-from facts.review_reasons import REASONS
+from facts.review import REASONS
 from facts.scopes import SubjectInput
 
 MAX_CONTENT_BYTES = 32 * 1024

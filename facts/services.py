@@ -7,7 +7,8 @@ containers it could read, checked with the same SQL guard reads use.
 
 The parts live beside this module: scopes (`facts.scopes`), retention and cap-cull
 (`facts.retention`), attribution and hashing (`facts.provenance`), the revision write core
-(`facts.revisions`), an agent's write rules (`facts.agent_writes`), links (`facts.links`).
+(`facts.revisions`), an agent's write rules (`facts.agent_writes`) and its review
+(`facts.review`), links (`facts.links`).
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ from api.errors import (
 from api.transactions import service_atomic
 from compiled import Read, compiled, read_ahead
 from embeddings.budget import Embedded
-from facts.agent_writes import agent_review, check_run_may_alter
+from facts.agent_writes import check_run_may_alter
 from facts.merge_patch import patched
 from facts.models import (
     DedupScope,
@@ -56,8 +57,7 @@ from facts.retention import (
     retention_forbids_delete,
     retention_policy_of,
 )
-from facts.review_queue import review_open
-from facts.review_reasons import Finding
+from facts.review import ReviewNeeded, agent_write_review
 from facts.revisions import (
     Draft,
     Verification,
@@ -109,16 +109,14 @@ def _check_validity(valid_from: datetime | None, valid_until: datetime | None) -
         raise InvalidFact(details={"valid_until": ["Must be after valid_from."]})
 
 
-def _queued(
-    principal: Principal, result: WriteResult, reasons: list[str], findings: list[Finding]
-) -> WriteResult:
+def _queued(principal: Principal, result: WriteResult, needed: ReviewNeeded) -> WriteResult:
     """The write's result, its revision queued for review when it must wait."""
-    if not reasons:
+    if not needed:
         return result
-    approval_id = review_open(
-        principal=principal, revision=result.revision, reasons=reasons, findings=findings
+    approval_id = agent_write_review().open(
+        principal=principal, revision=result.revision, needed=needed
     )
-    return dataclasses.replace(result, reasons=reasons, approval_id=approval_id)
+    return dataclasses.replace(result, reasons=needed.reasons, approval_id=approval_id)
 
 
 def _adds_to(
@@ -165,7 +163,7 @@ def fact_create(
     tool_call_id: str | None = None,
 ) -> WriteResult:
     """Write a new fact (version 1, trust `asserted`, attributed to the principal; an agent's
-    run writes `unverified`, and a fact of its that must wait for review (`agent_review`:
+    run writes `unverified`, and a fact of its that must wait for review (`facts.review`:
     wide-scope, instruction-like, hidden-characters) is written `review: pending` with an
     approval, like `remember`).
 
@@ -299,7 +297,7 @@ def _write_new_fact(
     service's savepoint, or the request's rollback: api/transactions.py)."""
     now = timezone.now()
     fact.created_at = now
-    reasons, findings = agent_review(principal, fact, draft.content)
+    needed = agent_write_review().needed(principal, fact, draft.content)
     kept = Retention.of_policy(fact.tenant_id, fact.type).overridden_by(retention)
     written = write_revision(
         fact=fact,
@@ -309,7 +307,7 @@ def _write_new_fact(
         subjects=subjects,
         retention=kept,
         expires_at=kept.expires_at(now),
-        review=Review.PENDING if reasons else None,
+        review=Review.PENDING if needed else None,
         embedded=embedded,
         now=now,
         new_fact=True,
@@ -323,7 +321,7 @@ def _write_new_fact(
     if cap is not None:
         cap_cull(fact, cap, principal=principal, now=now)
     created = WriteResult(written.revision, Outcome.CREATED, stored=written.stored)
-    return _queued(principal, created, reasons, findings)
+    return _queued(principal, created, needed)
 
 
 def _scope_of(fact: Fact) -> dict[str, Any]:
@@ -471,7 +469,7 @@ def fact_supersede(
     unchanged, its expiry.
 
     An agent's run may not supersede a verified fact or another agent's (`forbidden`); its new
-    value that must wait for review (`agent_review`) is written `review: pending` beside the
+    value that must wait for review (`facts.review`) is written `review: pending` beside the
     current revision, which stays current until a reviewer approves the new one."""
     # Embedded before the fact's row lock is taken: no writer queues behind the network.
     embedded = embed_for_write(content)
@@ -490,8 +488,8 @@ def fact_supersede(
     ):
         return WriteResult(current, Outcome.UNCHANGED)
     new_tags = _with_new_tags(fact, tags)
-    reasons, findings = agent_review(principal, fact, content)
-    waits = bool(reasons)
+    needed = agent_write_review().needed(principal, fact, content)
+    waits = bool(needed)
     _save_new_tags(fact, new_tags, waits=waits)
     who = attribution_of(principal)
     now = timezone.now()
@@ -526,7 +524,7 @@ def fact_supersede(
         read_back=True,  # what the response renders, read in the write's round trip
     )
     superseded = WriteResult(written.revision, Outcome.SUPERSEDED, stored=written.stored)
-    return _queued(principal, superseded, reasons, findings)
+    return _queued(principal, superseded, needed)
 
 
 def _check_may_supersede(
@@ -654,7 +652,7 @@ def fact_propose(
 ) -> WriteResult:
     """An agent run's proposed next value of a fact, for a person to decide: written `review:
     pending` beside the current revision, which stays current and readable, with its approval
-    opened for `reasons` and whatever the review detectors find (`agent_review`). Approving it
+    opened for `reasons` and whatever the review detectors find (`facts.review`). Approving it
     supersedes the current value (`revision_approve`); rejecting it leaves the fact as it was.
 
     Unlike `fact_supersede`, it may name a verified fact or another agent's: nothing changes
@@ -672,8 +670,8 @@ def fact_propose(
     assert_not_held(principal.tenant_id, persons_of_write(fact, subjects))
     if content_hash(content, None, None) == current.content_hash:
         return WriteResult(current, Outcome.UNCHANGED)
-    detected, findings = agent_review(principal, fact, content)
-    why = [*reasons, *(r for r in detected if r not in reasons)]
+    detected = agent_write_review().needed(principal, fact, content)
+    why = [*reasons, *(r for r in detected.reasons if r not in reasons)]
     if not why:
         raise ValueError("a proposal waits for a reviewer: name at least one reason")
     who = attribution_of(principal)
@@ -703,7 +701,8 @@ def fact_propose(
         embedded=embedded,
         now=now,
     ).revision
-    return _queued(principal, WriteResult(revision, Outcome.SUPERSEDED), why, findings)
+    needed = ReviewNeeded(why, detected.findings)
+    return _queued(principal, WriteResult(revision, Outcome.SUPERSEDED), needed)
 
 
 def _current_readable(principal: Principal, fact_id: uuid.UUID | str) -> Revision:

@@ -45,7 +45,7 @@ from facts.models import (
     Trust,
     unshown,
 )
-from facts.review_reasons import REASONS
+from facts.review import REASONS
 from kindmem.models import WorkerHeartbeat
 from privacy.models import UNFINISHED, AccessRequest, ErasureRequest
 from privacy.permissions import is_privacy_officer

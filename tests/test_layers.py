@@ -200,3 +200,51 @@ def test_the_check_sees_a_write_to_another_apps_table(tmp_path, settings):
     )
     settings.BASE_DIR = tmp_path
     assert _apps_writing_others_tables() == ["runlog/erasure.py:4 Run.objects...update()"]
+
+
+def _ready_hooks_into_other_apps() -> list[str]:
+    """`AppConfig.ready` bodies that import another of the project's apps: a start-up hook
+    that installs behaviour into another app (a settings-named dotted path does it in the open:
+    CONTRIBUTING, "A lower app that needs a higher one's behaviour")."""
+    base = Path(settings.BASE_DIR)
+    wrong = []
+    for app in FLOORS:
+        path = base / app / "apps.py"
+        if not path.exists():
+            continue
+        for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+            if not (isinstance(node, ast.FunctionDef) and node.name == "ready"):
+                continue
+            for inner in ast.walk(node):
+                names = (
+                    [alias.name for alias in inner.names]
+                    if isinstance(inner, ast.Import)
+                    else [inner.module]
+                    if isinstance(inner, ast.ImportFrom) and inner.module and inner.level == 0
+                    else []
+                )
+                wrong += [
+                    f"{app}/apps.py:{inner.lineno} imports {name}"
+                    for name in names
+                    if name.split(".")[0] in FLOORS and name.split(".")[0] != app
+                ]
+    return wrong
+
+
+def test_no_start_up_hook_installs_behaviour_into_another_app():
+    assert _ready_hooks_into_other_apps() == []
+
+
+def test_the_check_sees_a_ready_hook_reaching_into_another_app(tmp_path, settings):
+    for app in FLOORS:
+        (tmp_path / app).mkdir()
+    (tmp_path / "approvals" / "apps.py").write_text(
+        "from django.apps import AppConfig\n\n"
+        "class ApprovalsConfig(AppConfig):\n"
+        "    def ready(self):\n"
+        "        from approvals.services import approval_open\n"
+        "        from facts.review_queue import review_queue_connect\n"
+        "        review_queue_connect(approval_open)\n"
+    )
+    settings.BASE_DIR = tmp_path
+    assert _ready_hooks_into_other_apps() == ["approvals/apps.py:6 imports facts.review_queue"]

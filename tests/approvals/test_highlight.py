@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from approvals.highlight import highlight
-from facts.review_reasons import detect
+from approvals.review_reasons import detect
 
 
 def _render(text: str) -> str:

@@ -7,6 +7,7 @@ import json
 
 import pytest
 
+from approvals.review_reasons import detect
 from bench.extraction_devset import (
     CONVERSATIONS,
     DECLARATIONS,
@@ -18,7 +19,6 @@ from bench.extraction_devset import (
 )
 from bench.extraction_scoring import Outcome, Proposal, pairs, satisfies, score
 from bench.extraction_script import MADE_UP_MEMORY, scripted_answer
-from facts.review_reasons import detect
 
 TINY = Conversation(
     "t1",

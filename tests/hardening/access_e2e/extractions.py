@@ -24,9 +24,9 @@ from typing import Any
 
 from django.conf import settings
 
+from approvals.review_reasons import review_text
 from extraction.models import ExtractionJob, JobStatus
 from extraction.tasks import extract_conversation
-from facts.review_reasons import review_text
 from kindmem import declarations
 from kindmem.access import Principal, PrincipalKind, Readers, readers_for
 from kindmem.models import Run

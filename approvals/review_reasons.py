@@ -1,4 +1,5 @@
-"""Why a remembered fact must wait for a person: the instruction-like detector.
+"""Why a remembered fact must wait for a person: the instruction-like and hidden-characters
+detectors (the reasons themselves are facts' vocabulary: `facts.review`).
 
 A memory is data about a person; a text that *instructs* the model (imperatives at the start
 of a sentence, "ignore previous instructions", a URL to fetch, one of the agent's tools, words
@@ -18,40 +19,9 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
-WIDE_SCOPE = "wide-scope"
-INSTRUCTION_LIKE = "instruction-like"
-HIDDEN_CHARACTERS = "hidden-characters"
-# A new value for a slot whose current value a person verified: a run never alters a verified
-# fact on its own, so the new value waits for a reviewer (the verified one stays meanwhile).
-VERIFIED_SLOT = "verified-slot"
-# A proposed next value of an existing memory, from a conversation's extraction: it would
-# replace what every reader reads, so a person decides (extraction never supersedes silently).
-CONTRADICTION = "contradiction"
-# An extracted memory the tenant sends to review whatever its type's rules say (its setting).
-EXTRACTED = "extracted"
-REASONS = (WIDE_SCOPE, INSTRUCTION_LIKE, HIDDEN_CHARACTERS, VERIFIED_SLOT, CONTRADICTION, EXTRACTED)
-
-
-@dataclass(frozen=True)
-class Finding:
-    reason: str
-    rule: str
-    start: int
-    end: int
-    match: str
-
-    def as_json(self) -> dict[str, Any]:
-        return {
-            "reason": self.reason,
-            "rule": self.rule,
-            "start": self.start,
-            "end": self.end,
-            "match": self.match,
-        }
-
+from facts.review import HIDDEN_CHARACTERS, INSTRUCTION_LIKE, REASONS, WIDE_SCOPE, Finding
 
 # Verbs and words that begin an instruction when they begin a sentence or a line ("Always
 # answer in French"), but are ordinary in the middle of one ("She always orders tea").

@@ -5,13 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from facts.review_reasons import (
-    HIDDEN_CHARACTERS,
-    INSTRUCTION_LIKE,
-    WIDE_SCOPE,
-    detect,
-    reasons_of,
-)
+from approvals.review_reasons import detect, reasons_of
+from facts.review import HIDDEN_CHARACTERS, INSTRUCTION_LIKE, WIDE_SCOPE
 
 TOOLS = ["send_email", "refund_order"]
 
