@@ -188,7 +188,7 @@ def psycopg_parse(rounds: int) -> None:
 def read_back(rounds: int) -> None:
     from django.test import Client
 
-    import facts.services as services
+    import facts.create as services  # fact_create's module: its write_revision is swapped
     from kindmem.models import Project
     from tests import factories
 

@@ -110,3 +110,8 @@ def persons_of_write(fact: Fact, subjects: Iterable[SubjectInput]) -> list[Subje
         thread_id=fact.thread_id,
         subjects=[Subject.parse(s.kind, s.id) for s in subjects],
     )
+
+
+def scope_of(fact: Fact) -> dict[str, Any]:
+    """A fact's scope, as its six keys."""
+    return {k: getattr(fact, k) for k in SCOPE_KEYS}
