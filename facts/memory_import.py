@@ -55,12 +55,13 @@ from api.fields import StrictSerializer
 from api.storable import PROBLEM, unstorable_path
 from api.transactions import service_atomic
 from facts import services
+from facts.link_serializers import LinkCreateInput
 from facts.links import link_create
 from facts.memory_files import FORMAT, SUFFIX, MemoryFileError, from_epoch_ms, parse_memory_file
 from facts.models import DedupScope, Revision, WritePolicy
 from facts.provenance import content_hash
 from facts.scopes import SCOPE_KEYS, resolve_scope
-from facts.serializers import FactCreateInput, LinkCreateInput
+from facts.serializers import FactCreateInput
 from kindmem.access import Principal, readers_for
 
 MARKDOWN = "text/markdown"

@@ -13,7 +13,6 @@ from rest_framework import serializers
 
 from api import fields
 from api.fields import PatternField, StrictSerializer, TextField
-from facts.links import MAX_HOPS
 from facts.models import FactSubjectKind, ReviewState, Revision, Trust
 from facts.retention import RetentionInput
 from facts.review import REASONS
@@ -56,7 +55,7 @@ class SubjectSerializer(StrictSerializer):
     id = TextField(max_length=200, min_length=1)
 
 
-def _storable_json(value: Any) -> Any:
+def storable_json(value: Any) -> Any:
     """PostgreSQL's jsonb cannot hold a NUL character: refuse it here rather than fail later."""
     stack = [value]
     while stack:
@@ -72,7 +71,7 @@ def _storable_json(value: Any) -> Any:
 
 
 def _content_size(value: Any) -> Any:
-    _storable_json(value)
+    storable_json(value)
     size = len(json.dumps(value, ensure_ascii=False).encode())
     if size > MAX_CONTENT_BYTES:
         raise serializers.ValidationError(
@@ -109,7 +108,7 @@ class _RevisionInput(StrictSerializer):
     observed_at = serializers.DateTimeField(required=False, allow_null=True)
     retention = RetentionInputSerializer(required=False)
     source = serializers.JSONField(
-        required=False, allow_null=True, validators=[_storable_json, _source]
+        required=False, allow_null=True, validators=[storable_json, _source]
     )
     caused_by_log_id = serializers.ListField(
         child=TextField(max_length=200), required=False, max_length=50
@@ -204,53 +203,6 @@ class FactImportInput(StrictSerializer):
 
     def scope(self) -> dict[str, str]:
         return {k: str(v) for k, v in self.validated_data.items()}
-
-
-class LinkCreateInput(StrictSerializer):
-    target = fields.UUIDField()
-    type = PatternField(r"^[A-Za-z0-9][A-Za-z0-9_.:-]*$", max_length=100)
-    confidence = fields.FloatField(required=False, allow_null=True, min_value=0.0, max_value=1.0)
-    provenance = serializers.JSONField(required=False, allow_null=True, validators=[_storable_json])
-    valid_at = serializers.DateTimeField(required=False, allow_null=True)
-    invalid_at = serializers.DateTimeField(required=False, allow_null=True)
-
-
-class LinkListInput(StrictSerializer):
-    hops = serializers.IntegerField(required=False, min_value=1, max_value=MAX_HOPS, default=1)
-    direction = serializers.ChoiceField(choices=["out", "in"], required=False, default="out")
-    type = TextField(required=False, max_length=100, help_text="Follow links of this type only.")
-    at = serializers.DateTimeField(
-        required=False, help_text="Follow the links valid at this time (default: now)."
-    )
-    order = serializers.ChoiceField(
-        choices=["nearest", "recency"],
-        required=False,
-        default="nearest",
-        help_text="`nearest`: by hops, then link age; `recency`: newest reached fact first.",
-    )
-    limit = serializers.IntegerField(required=False, min_value=1, max_value=MAX_LIST_LIMIT)
-    fact_type = TextField(required=False, max_length=100, help_text="Reached facts of this type.")
-    tag = TextField(required=False, max_length=100, help_text="Reached facts with this tag.")
-    org_id = fields.UUIDField(required=False)
-    project_id = fields.UUIDField(required=False)
-    user_id = fields.UUIDField(required=False)
-    participant_id = TextField(required=False, max_length=200)
-    thread_id = TextField(required=False, max_length=200)
-    session_id = TextField(required=False, max_length=200)
-
-    def traverse_kwargs(self) -> dict[str, Any]:
-        data = dict(self.validated_data)
-        scope = {k: data.pop(k) for k in FactListInput.SCOPE_KEYS if k in data}
-        return {**data, "scope": scope}
-
-
-class LinkUpdateInput(StrictSerializer):
-    confidence = fields.FloatField(required=False, allow_null=True, min_value=0.0, max_value=1.0)
-    provenance = serializers.JSONField(required=False, allow_null=True, validators=[_storable_json])
-    valid_at = serializers.DateTimeField(required=False, allow_null=True)
-    invalid_at = serializers.DateTimeField(
-        required=False, allow_null=True, help_text="From then on the link is not traversed."
-    )
 
 
 # ---- output -------------------------------------------------------------------------------
@@ -469,35 +421,3 @@ class FactListOutput(serializers.Serializer):
 
 class RevisionListOutput(serializers.Serializer):
     revisions = FactOutput(many=True)
-
-
-class LinkOutput(serializers.Serializer):
-    id = fields.UUIDField()
-    source = fields.UUIDField(source="source_id")
-    target = fields.UUIDField(source="target_id")
-    type = serializers.CharField()
-    confidence = serializers.FloatField(allow_null=True)
-    provenance = serializers.JSONField(allow_null=True)
-    valid_at = serializers.DateTimeField(allow_null=True)
-    invalid_at = serializers.DateTimeField(allow_null=True)
-    created_by = serializers.CharField()
-    created_at = serializers.DateTimeField()
-
-
-class LinkChangeOutput(serializers.Serializer):
-    link = LinkOutput()
-
-
-class LinkCreateOutput(serializers.Serializer):
-    created = serializers.BooleanField()
-    link = LinkOutput()
-
-
-class ReachedOutput(serializers.Serializer):
-    hops = serializers.IntegerField()
-    link = LinkOutput()
-    fact = FactOutput(source="revision")
-
-
-class LinkTraversalOutput(serializers.Serializer):
-    reached = ReachedOutput(many=True)

@@ -22,6 +22,14 @@ from api.parsers import BoundedJSONParser, MergePatchParser
 from api.serializers import ErrorOutput
 from audit.recording import AuditedView
 from facts import links, services
+from facts.link_serializers import (
+    LinkChangeOutput,
+    LinkCreateInput,
+    LinkCreateOutput,
+    LinkListInput,
+    LinkTraversalOutput,
+    LinkUpdateInput,
+)
 from facts.models import Revision, RevisionQuerySet, attach_subjects
 from facts.revisions import stored_revision
 from facts.serializers import (
@@ -33,12 +41,6 @@ from facts.serializers import (
     FactSupersedeInput,
     FactVerifyInput,
     FactWriteOutput,
-    LinkChangeOutput,
-    LinkCreateInput,
-    LinkCreateOutput,
-    LinkListInput,
-    LinkTraversalOutput,
-    LinkUpdateInput,
     RevisionListOutput,
 )
 from kindmem.access import Principal, readers_for

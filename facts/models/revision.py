@@ -326,9 +326,9 @@ class Revision(models.Model):
                 condition=Q(embedding_state="pending", invalidated_at__isnull=True),
                 name="revision_embedding_waiting",
             ),
-            # a write's dedup (`facts.write_policy._same`): the current revision of the same content,
-            # found by its hash whatever the size of the writer's scope, on one plan for any
-            # values (a generic plan: compiled); without it, the scope's every fact
+            # a write's dedup (`facts.write_policy._same`): the current revision of the same
+            # content, found by its hash whatever the size of the writer's scope, on one plan for
+            # any values (a generic plan: compiled); without it, the scope's every fact is read
             models.Index(
                 fields=["tenant", "content_hash"],
                 condition=Q(invalidated_at__isnull=True),
