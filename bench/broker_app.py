@@ -1,6 +1,7 @@
 """The Celery app the broker benchmark's workers run (bench/broker_throughput.py): no Django,
 only the broker under test (BENCH_BROKER_URL, BENCH_TRANSPORT_OPTIONS as JSON) and kindmem's
-delivery settings (config/settings.py: acks late, reject on worker lost, prefetch 1, JSON)."""
+delivery settings (config/settings_celery.py: acks late, reject on worker lost, prefetch 1,
+JSON)."""
 
 from __future__ import annotations
 

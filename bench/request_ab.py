@@ -389,7 +389,7 @@ def main() -> None:
     settings.EMBEDDER = "local"
     settings.QUERY_CACHE_SIZE = 0
     use_bench_database(DATABASE, fresh=False)
-    # the throttle's own connection, on the same database (config/settings.py)
+    # the throttle's own connection, on the same database (config/settings_database.py)
     connections["cache"].settings_dict["NAME"] = connection.settings_dict["NAME"]
     from config.collector import tune_for_serving
 

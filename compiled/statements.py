@@ -32,14 +32,14 @@ class _PreparingCursor(psycopg.Cursor[Any]):
 
 
 # Every execution of a prepared statement is planned for its values (the session's
-# `plan_cache_mode`, config/settings.py): a generic plan, made once without them, chose an exact
-# scan of 50,000 rows where the values called for the HNSW index (bench/search.py). A pipeline
+# `plan_cache_mode`, config/settings_database.py): a generic plan, made once without them, chose an
+# exact scan of 50,000 rows where the values called for the HNSW index (bench/search.py). A pipeline
 # of statements whose plan cannot depend on their values (a credential's lookup by its unique
-# prefix, an INSERT, a row read back by its primary key) starts with this statement instead,
-# which lets PostgreSQL keep a generic plan for them, and ends with the other, which puts the
-# session's mode back for what follows in the same transaction (in autocommit the pipeline is one
-# implicit transaction): what saves their planning on every request. Neither is a query of the
-# application's: they bypass Django's cursor wrapper, and its statement counts.
+# prefix, an INSERT, a row read back by its primary key) starts with this statement instead, which
+# lets PostgreSQL keep a generic plan for them, and ends with the other, which puts the session's
+# mode back for what follows in the same transaction (in autocommit the pipeline is one implicit
+# transaction): what saves their planning on every request. Neither is a query of the application's:
+# they bypass Django's cursor wrapper, and its statement counts.
 GENERIC_PLAN: tuple[str, list[Any]] = ("SELECT set_config('plan_cache_mode', 'auto', true)", [])
 CUSTOM_PLAN: tuple[str, list[Any]] = (
     "SELECT set_config('plan_cache_mode', 'force_custom_plan', true)",

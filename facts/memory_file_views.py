@@ -1,6 +1,6 @@
 """Facts as memory files (the 003 seed's format, facts/memory_files.py): exported as a zip of
 `facts/<id>.md` (facts/memory_exports.py), and imported from one file or such a zip
-(facts/memory_import.py)."""
+(facts/memory_uploads.py, facts/memory_import_plan.py, facts/memory_import.py)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from api.errors import ValidationFailed
 from api.parsers import MarkdownParser, RawBody, ZipParser
 from api.serializers import ErrorOutput
 from audit.recording import AuditedView
-from facts import memory_exports, memory_import
+from facts import memory_exports, memory_import, memory_import_plan, memory_uploads
 from facts.models import Revision
 from facts.serializers import FactExportInput, FactImportInput, FactImportOutput
 from facts.views import ERRORS, audit_revisions, listed_revisions
@@ -98,8 +98,8 @@ class FactImportView(AuditedView):
                 " files (Content-Type: application/zip).",
                 details={"body": ["Empty."]},
             )
-        uploads = memory_import.uploaded_files(body.data, body.media_type)
-        planned = memory_import.import_plan(uploads, scope=query.scope())
+        uploads = memory_uploads.uploaded_files(body.data, body.media_type)
+        planned = memory_import_plan.import_plan(uploads, scope=query.scope())
         principal = principal_of(request)
         imported = memory_import.facts_import(principal=principal, planned=planned)
         written = (

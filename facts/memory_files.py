@@ -21,7 +21,7 @@ its review and why it ended), `observed_at`, `retention` and the Kind-B `source`
 `parse_memory_file` reverses `serialize_memory_file` exactly, and checks the envelope field by
 field against the seed's declared types (`MemoryFileError` names the field). This module is the
 format alone; a fact's revision as a file is facts/memory_exports.py's, a parsed file as a
-write facts/memory_import.py's.
+write facts/memory_import_plan.py's.
 """
 
 from __future__ import annotations

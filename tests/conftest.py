@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 
 # The parts of a test split out of its module keep pytest's rewritten asserts (their messages
 # show the values), as they had in the test module.
-pytest.register_assert_rewrite("tests.hardening.access_e2e")
+pytest.register_assert_rewrite("tests.hardening.access_e2e", "tests.facts.memory_file_requests")
 
 # What one audited request adds inside a test's transaction: the view's savepoint and its
 # release, and one statement for the per-tenant lock, the tenant's policy and the insert.

@@ -1,7 +1,7 @@
 """Fixtures for the extraction tests: the scripted chat-completions server
 (tests/extraction/chat_server.py: a real local HTTP server, never a mock of Python), kindmem
 configured to use it, and a world whose agent declares memory types and whose conversation has
-messages."""
+messages; and a job requested and run as the worker runs it."""
 
 from __future__ import annotations
 
@@ -10,7 +10,11 @@ from typing import Any
 
 import pytest
 
+from extraction.models import ConversationExtraction, ExtractionJob
 from extraction.provider import _configured
+from extraction.services import extraction_request
+from extraction.tasks import extract_conversation
+from facts.models import Revision
 from tests import factories
 from tests.extraction.chat_server import (
     NOTHING,
@@ -80,3 +84,24 @@ def run(declared: Any) -> factories.Minted:
     return factories.run_create(
         declared.app, declared.project, participant_id="cust-1", thread_id="conv-1"
     )
+
+
+def requested(world: Any, conversation_id: str = "conv-1") -> ExtractionJob:
+    opened = extraction_request(principal=world.app.principal, conversation_id=conversation_id)
+    assert opened.job is not None
+    return opened.job
+
+
+def run_task(job: ExtractionJob) -> ExtractionJob:
+    """The task, as a worker runs it (its tenant context included)."""
+    extract_conversation(str(job.id), tenant_id=str(job.tenant_id))
+    job.refresh_from_db()
+    return job
+
+
+def revisions(world: Any) -> int:
+    return Revision.objects.filter(tenant_id=world.tenant.id).count()
+
+
+def watermark(conversation: Any) -> int:
+    return ConversationExtraction.objects.get(conversation=conversation).extracted_through

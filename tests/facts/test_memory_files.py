@@ -29,7 +29,8 @@ from facts.memory_files import (
     serialize_memory_file,
     split_frontmatter,
 )
-from facts.memory_import import Uploaded, import_plan, uploaded_files
+from facts.memory_import_plan import import_plan
+from facts.memory_uploads import Uploaded, uploaded_files
 from facts.models import Link, Revision
 from facts.services import fact_create
 from tests.oracles import memory_file_problems

@@ -32,7 +32,7 @@ pytestmark = pytest.mark.slow
 
 POOL_MAX = 3
 SECRET = "Tenant A's customer p-1 prefers the zqsecret plan."
-# the pool's requests' connections and the write throttle's (config/settings.py: 2)
+# the pool's requests' connections and the write throttle's (config/settings_database.py: 2)
 BOUND = POOL_MAX + 2
 
 

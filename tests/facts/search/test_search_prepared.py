@@ -1,7 +1,7 @@
 """The keyword leg as a prepared statement (compiled): planned for its values on every
-execution (the session's `plan_cache_mode`, config/settings.py), so each word of the query is
-parsed once, at planning, as when it was sent as a plain statement; never once per row a
-generic plan scores."""
+execution (the session's `plan_cache_mode`, config/settings_database.py), so each word of the
+query is parsed once, at planning, as when it was sent as a plain statement; never once per row
+a generic plan scores."""
 
 from __future__ import annotations
 
