@@ -45,10 +45,10 @@ def canonical_uuids(values: Iterable[str]) -> list[uuid.UUID]:
 def _lookup(prefix: str) -> Callable[..., Q]:
     """A Q builder whose lookups are reached through `prefix`."""
 
-    def c(**lookup: Any) -> Q:
+    def column(**lookup: Any) -> Q:
         return Q(**{f"{prefix}{name}": value for name, value in lookup.items()})
 
-    return c
+    return column
 
 
 def fact_guard(readers: Readers, prefix: str = "") -> Q:
@@ -61,24 +61,28 @@ def fact_guard(readers: Readers, prefix: str = "") -> Q:
     """
     if readers.all:
         return Q()
-    c = _lookup(prefix)
+    column = _lookup(prefix)
     projects = canonical_uuids(readers.project_ids)
     on_behalf = canonical_uuids(readers.on_behalf_of_project_ids)
-    on_behalf_q = c(project_id__in=on_behalf)
-    project_ok = c(project_id__isnull=True) | c(project_id__in=sorted(set(projects + on_behalf)))
-    org_ok = (
-        c(project_id__isnull=False)
-        | c(org_id__isnull=True)
-        | c(org_id__in=canonical_uuids(readers.org_ids))
+    on_behalf_q = column(project_id__in=on_behalf)
+    project_ok = column(project_id__isnull=True) | column(
+        project_id__in=sorted(set(projects + on_behalf))
     )
-    user_ok = c(user_id__isnull=True) | c(user_id__in=canonical_uuids(readers.user_ids))
+    org_ok = (
+        column(project_id__isnull=False)
+        | column(org_id__isnull=True)
+        | column(org_id__in=canonical_uuids(readers.org_ids))
+    )
+    user_ok = column(user_id__isnull=True) | column(user_id__in=canonical_uuids(readers.user_ids))
     participant_ok = (
-        c(participant_id__isnull=True)
-        | c(participant_id__in=sorted(readers.participant_ids))
+        column(participant_id__isnull=True)
+        | column(participant_id__in=sorted(readers.participant_ids))
         | on_behalf_q
     )
     thread_ok = (
-        c(thread_id__isnull=True) | c(thread_id__in=sorted(readers.thread_ids)) | on_behalf_q
+        column(thread_id__isnull=True)
+        | column(thread_id__in=sorted(readers.thread_ids))
+        | on_behalf_q
     )
     return project_ok & org_ok & user_ok & participant_ok & thread_ok
 
@@ -94,27 +98,27 @@ def recall_guard(readers: Readers, prefix: str = "", *, project_required: bool =
     """
     if readers.all:
         return Q()
-    c = _lookup(prefix)
+    column = _lookup(prefix)
     on_behalf = canonical_uuids(readers.on_behalf_of_project_ids)
     projects = canonical_uuids(readers.project_ids | readers.on_behalf_of_project_ids)
-    project_ok = NOTHING if project_required else c(project_id__isnull=True)
+    project_ok = NOTHING if project_required else column(project_id__isnull=True)
     if projects:
-        project_ok |= c(project_id__in=projects)
+        project_ok |= column(project_id__in=projects)
 
     # The seed's `onBehalf` passes both clauses at once (its projects are among the readers'),
     # so it is written as its own branch: `project IN on_behalf OR (project ok AND person)`.
     # Equivalent, and the planner estimates it far better than the nested form.
     person: list[Q] = []
     if readers.participant_ids:
-        person.append(c(participant_id__in=sorted(readers.participant_ids)))
+        person.append(column(participant_id__in=sorted(readers.participant_ids)))
     users = canonical_uuids(readers.user_ids)
     if users:
-        person.append(c(participant_id__isnull=True, user_id__in=users))
+        person.append(column(participant_id__isnull=True, user_id__in=users))
     if readers.thread_ids:
-        person.append(c(thread_id__in=sorted(readers.thread_ids)))
+        person.append(column(thread_id__in=sorted(readers.thread_ids)))
     branches = [project_ok & reduce(or_, person)] if person else []
     if on_behalf:
-        branches.insert(0, c(project_id__in=on_behalf))
+        branches.insert(0, column(project_id__in=on_behalf))
     if not branches:
         return NOTHING
     return reduce(or_, branches)
