@@ -21,6 +21,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from api.content_schema import check_content
 from api.errors import Forbidden, InvalidFact
 from approvals.models import Approval, ApprovalStatus
 from approvals.review_reasons import detect, reasons_of
@@ -31,7 +32,6 @@ from facts.services import type_content_schema
 from facts.slots import SlotOutcome, SlotWrite, slot_write
 from kindmem import declarations
 from kindmem.access import Principal, PrincipalKind
-from kindmem.content_schema import check_content
 from kindmem.models import Run, SubjectKind
 
 

@@ -13,9 +13,9 @@ from django.db import connection
 from django.http import JsonResponse
 from django.utils import timezone
 
+from api.broker import broker_check
 from embeddings.providers import embedder_health
 from extraction.provider import extraction_health
-from kindmem.broker_probe import broker_check
 from kindmem.models import WorkerHeartbeat
 
 

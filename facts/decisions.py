@@ -11,6 +11,7 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
+from api.content_schema import check_content
 from api.errors import (
     Conflict,
     Forbidden,
@@ -46,7 +47,6 @@ from facts.scopes import (
 from facts.write_policy import type_content_schema
 from facts.writes import Outcome, WriteResult, queued_for_review
 from kindmem.access import Principal, PrincipalKind, Readers
-from kindmem.content_schema import check_content
 from kindmem.holds import assert_not_held
 
 

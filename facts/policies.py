@@ -7,7 +7,7 @@ from django.db import models
 from django.db.models import Q
 from django.utils import timezone
 
-from kindmem.content_schema import validate_content_schema
+from api.content_schema import validate_content_schema
 from kindmem.models import Tenant
 
 

@@ -11,6 +11,7 @@ from typing import Any
 
 from django.utils import timezone
 
+from api.content_schema import check_content
 from api.errors import (
     FactNotFound,
     Forbidden,
@@ -50,7 +51,6 @@ from facts.scopes import (
 from facts.write_policy import type_content_schema, write_policy_query
 from facts.writes import Outcome, WriteResult, check_validity, queued_for_review
 from kindmem.access import Principal, PrincipalKind, readers_for
-from kindmem.content_schema import check_content
 from kindmem.holds import assert_not_held
 
 

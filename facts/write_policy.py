@@ -9,6 +9,7 @@ from typing import Any
 
 from django.utils import timezone
 
+from api.content_schema import check_content
 from compiled import compiled
 from facts.models import (
     DedupScope,
@@ -25,7 +26,6 @@ from facts.scopes import (
     scope_of,
 )
 from kindmem.access import Readers
-from kindmem.content_schema import check_content
 
 
 def type_content_schema(tenant_id: uuid.UUID, type: str) -> dict[str, Any] | None:

@@ -14,7 +14,7 @@ from typing import Any
 
 from django.core.exceptions import ValidationError
 
-from kindmem.content_schema import schema_problems
+from api.content_schema import schema_problems
 
 # Where a remembered fact lands, filled from the run (see facts/remember.py).
 SCOPES = ("participant", "user", "thread", "same-project", "tenant")

@@ -308,7 +308,7 @@ def _privacy(request: HttpRequest) -> PrivacyPanel:
 
 
 def _health(request: HttpRequest) -> HealthPanel:
-    from kindmem.broker_probe import broker_check
+    from api.broker import broker_check
 
     now = timezone.now()
     beats = WorkerHeartbeat.objects.aggregate(

@@ -103,9 +103,7 @@ def test_every_console_page_costs_the_same_queries_for_n_and_3n_of_everything(
     api, world, monkeypatch
 ):
     # the health panel's broker probe is not a query, and no broker runs here
-    monkeypatch.setattr(
-        "kindmem.broker_probe.broker_check", lambda: {"ok": True, "transport": "test"}
-    )
+    monkeypatch.setattr("api.broker.broker_check", lambda: {"ok": True, "transport": "test"})
     staff = {role: staff_create(world, "cost", role) for role in ("reviewer", "officer")}
     staff["superuser"] = staff_create(world, "cost", "superuser")
     clients = {}

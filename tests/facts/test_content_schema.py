@@ -10,9 +10,9 @@ import json
 import pytest
 from django.core.exceptions import ValidationError
 
+from api.content_schema import schema_problems
 from facts.models import Fact, Revision, WritePolicy
 from kindmem import declarations
-from kindmem.content_schema import schema_problems
 from tests import factories
 from tests.facts.conftest import create
 
