@@ -28,15 +28,15 @@ def highlight(text: str, findings: Iterable[Mapping[str, Any]]) -> SafeString:
         and 0 <= f["start"] < f["end"] <= len(text)
     ]
     spans: list[list[Any]] = []
-    for f in sorted(valid, key=lambda f: (f["start"], f["end"])):
-        start, end = f["start"], f["end"]
-        hidden = f.get("reason") == "hidden-characters"
+    for finding in sorted(valid, key=lambda f: (f["start"], f["end"])):
+        start, end = finding["start"], finding["end"]
+        hidden = finding.get("reason") == "hidden-characters"
         if spans and start < spans[-1][1]:
             spans[-1][1] = max(spans[-1][1], end)
-            spans[-1][2].add(str(f.get("rule", "")))
+            spans[-1][2].add(str(finding.get("rule", "")))
             spans[-1][3] = spans[-1][3] or hidden
         else:
-            spans.append([start, end, {str(f.get("rule", ""))}, hidden])
+            spans.append([start, end, {str(finding.get("rule", ""))}, hidden])
     out: list[str] = []
     at = 0
     for start, end, rules, hidden in spans:

@@ -98,8 +98,8 @@ def detect(text: str, *, tool_names: list[str] | tuple[str, ...] = ()) -> list[F
     and nothing is hidden."""
     findings: list[Finding] = []
     for rule, pattern in _RULES:
-        for m in pattern.finditer(text):
-            start, end = m.span()
+        for match in pattern.finditer(text):
+            start, end = match.span()
             # the sentence-start lookbehinds leave leading whitespace inside the match
             while start < end and text[start].isspace():
                 start += 1
@@ -146,11 +146,11 @@ def review_text(content: Any) -> str:
 
     def walk(value: Any, path: str) -> None:
         if isinstance(value, Mapping):
-            for k in sorted(value, key=str):
-                walk(value[k], f"{path}.{k}" if path else str(k))
+            for key in sorted(value, key=str):
+                walk(value[key], f"{path}.{key}" if path else str(key))
         elif isinstance(value, list | tuple):
-            for i, v in enumerate(value):
-                walk(v, f"{path}[{i}]")
+            for index, item in enumerate(value):
+                walk(item, f"{path}[{index}]")
         else:
             if value is None or isinstance(value, bool):
                 shown = "null" if value is None else str(value).lower()

@@ -286,15 +286,15 @@ def insert(*groups: Sequence[Model], then: Sequence[Read] = ()) -> list[list[Any
     else:
         statements = [i.sql for i in written] + [t.sql for t, _ in sent_reads]
         params = [param for i in written for param in i.params]
-        for t, values in sent_reads:
-            params.extend(t.bound(values))
+        for template, values in sent_reads:
+            params.extend(template.bound(values))
         with connection.cursor() as cursor:
             cursor.execute(";\n".join(statements), params)
             for statement in written:
                 statement.saved(cursor.fetchall() if statement.returns_rows else [])
                 cursor.nextset()
-            for t, _ in sent_reads:
-                found.append(t.models(cursor.fetchall()))
+            for template, _ in sent_reads:
+                found.append(template.models(cursor.fetchall()))
                 cursor.nextset()
     # a read the ORM answers without SQL, or one that is not compiled: read now, after them
     ahead = iter(found)

@@ -38,27 +38,27 @@ logger = logging.getLogger(__name__)
 MAX_SHAPES = 512
 
 _TOKEN = secrets.token_hex(6)
-_UUID_BASE = uuid.UUID(int=secrets.randbits(128)).int & ~0xFFFFFFFF  # the low 32 bits: k
+_UUID_BASE = uuid.UUID(int=secrets.randbits(128)).int & ~0xFFFFFFFF  # the low 32 bits: the number
 # Far in the future: a placeholder for a read's "now" survives `unexpired(at)`'s max(at, now).
 _DATETIME_BASE = datetime(2999, 1, 1, tzinfo=UTC)
 
 
-def _uuid_placeholder(k: int) -> uuid.UUID:
-    return uuid.UUID(int=_UUID_BASE | k)
+def _uuid_placeholder(number: int) -> uuid.UUID:
+    return uuid.UUID(int=_UUID_BASE | number)
 
 
-def _text_placeholder(k: int) -> str:
+def _text_placeholder(number: int) -> str:
     # lower case, no space, quote or leading '-': one word wherever text is parsed; the final
     # letter keeps the k-th from being a prefix of the (10k)-th
-    return f"zqkm{_TOKEN}x{k}q"
+    return f"zqkm{_TOKEN}x{number}q"
 
 
-def _datetime_placeholder(k: int) -> datetime:
-    return _DATETIME_BASE + timedelta(microseconds=k + 1)
+def _datetime_placeholder(number: int) -> datetime:
+    return _DATETIME_BASE + timedelta(microseconds=number + 1)
 
 
-def _vector_placeholder(k: int, dimensions: int) -> Vector:
-    return Vector([float(k + 2), *([0.0] * (dimensions - 1))])
+def _vector_placeholder(number: int, dimensions: int) -> Vector:
+    return Vector([float(number + 2), *([0.0] * (dimensions - 1))])
 
 
 def _is_canonical_uuid(value: str) -> bool:
@@ -77,11 +77,11 @@ class _Walk:
         self._seen: dict[tuple[str, Any], int] = {}
 
     def _index(self, kind: str, identity: Any, value: Any) -> int:
-        k = self._seen.get((kind, identity))
-        if k is None:
-            k = self._seen[(kind, identity)] = len(self.values)
+        number = self._seen.get((kind, identity))
+        if number is None:
+            number = self._seen[(kind, identity)] = len(self.values)
             self.values.append(value)
-        return k
+        return number
 
     def shape(self, value: Any) -> Any:
         if value is None or isinstance(value, bool | int | float | type):
@@ -96,8 +96,8 @@ class _Walk:
         if isinstance(value, datetime):
             return _datetime_placeholder(self._index("datetime", value, value))
         if isinstance(value, Vector):
-            k = self._index("vector", id(value), value)
-            return _vector_placeholder(k, value.dimensions())
+            number = self._index("vector", id(value), value)
+            return _vector_placeholder(number, value.dimensions())
         if isinstance(value, dict):
             return {key: self.shape(value[key]) for key in sorted(value)}
         if isinstance(value, frozenset | set):
@@ -137,16 +137,16 @@ def _hashable(shape: Any) -> Hashable:
 def _placeholder_index(values: list[Any]) -> dict[Any, tuple[int, str]]:
     """Every form in which the k-th placeholder may come out of the compiler: (k, form)."""
     index: dict[Any, tuple[int, str]] = {}
-    for k, value in enumerate(values):
+    for number, value in enumerate(values):
         if isinstance(value, uuid.UUID) or (isinstance(value, str) and _is_canonical_uuid(value)):
-            index[_uuid_placeholder(k)] = (k, "uuid")
-            index[str(_uuid_placeholder(k))] = (k, "text")
+            index[_uuid_placeholder(number)] = (number, "uuid")
+            index[str(_uuid_placeholder(number))] = (number, "text")
         elif isinstance(value, str):
-            index[_text_placeholder(k)] = (k, "text")
+            index[_text_placeholder(number)] = (number, "text")
         elif isinstance(value, datetime):
-            index[_datetime_placeholder(k)] = (k, "datetime")
+            index[_datetime_placeholder(number)] = (number, "datetime")
         elif isinstance(value, Vector):
-            index[_vector_placeholder(k, value.dimensions()).to_text()] = (k, "vector")
+            index[_vector_placeholder(number, value.dimensions()).to_text()] = (number, "vector")
     return index
 
 
@@ -154,14 +154,14 @@ def _placeholder_index(values: list[Any]) -> dict[Any, tuple[int, str]]:
 _Binder = Callable[[list[Any]], Any]
 
 
-def _bind_one(k: int, form: str) -> _Binder:
+def _bind_one(number: int, form: str) -> _Binder:
     if form == "uuid":
-        return lambda values: uuid.UUID(str(values[k]))
+        return lambda values: uuid.UUID(str(values[number]))
     if form == "vector":
-        return lambda values: values[k]
+        return lambda values: values[number]
     if form == "datetime":
-        return lambda values: values[k]
-    return lambda values: str(values[k])
+        return lambda values: values[number]
+    return lambda values: str(values[number])
 
 
 class _NotReusable(Exception):
@@ -176,11 +176,11 @@ def _binder_for(
         if param not in index:
             # a time the build took for itself (a `timezone.now()`): reused, it would go stale
             raise _NotReusable("a datetime that is not a placeholder")
-        k, form = index[param]
-        return _bind_one(k, form)
+        number, form = index[param]
+        return _bind_one(number, form)
     if isinstance(param, uuid.UUID | str) and param in index:
-        k, form = index[param]
-        return _bind_one(k, form)
+        number, form = index[param]
+        return _bind_one(number, form)
     if isinstance(param, list | tuple):
         parts = [_binder_for(p, index, needles) for p in param]
         if any(parts):

@@ -69,9 +69,11 @@ class Chart:
     totals: list[int] = field(init=False)
 
     def __post_init__(self) -> None:
-        for s in self.series:
-            if len(s.values) != len(self.labels):
-                raise ValueError(f"{s.label}: {len(s.values)} values for {len(self.labels)}")
+        for series in self.series:
+            if len(series.values) != len(self.labels):
+                raise ValueError(
+                    f"{series.label}: {len(series.values)} values for {len(self.labels)}"
+                )
         totals = [sum(vs) for vs in zip(*(s.values for s in self.series), strict=True)]
         object.__setattr__(self, "totals", totals or [0] * len(self.labels))
 
@@ -161,25 +163,25 @@ class Chart:
                     _n(tick),
                 )
             )
-        n = max(len(self.labels), 1)
-        step = plot_w / n
+        columns = max(len(self.labels), 1)
+        step = plot_w / columns
         width = max(step * 0.78, 1)
-        for i, label in enumerate(self.labels):
-            x = left + i * step + (step - width) / 2
+        for position, label in enumerate(self.labels):
+            x = left + position * step + (step - width) / 2
             base: float = top + plot_h
-            for s in self.series:
-                value = s.values[i]
+            for series in self.series:
+                value = series.values[position]
                 if not value:
                     continue
                 h = plot_h * value / scale
                 base -= h
-                parts.append(self._segment(x, base, width, h, s, label, value))
+                parts.append(self._segment(x, base, width, h, series, label, value))
             # a label a week, counted back from the last day (today): 30 would not fit
-            if (n - 1 - i) % 7 == 0:
+            if (columns - 1 - position) % 7 == 0:
                 parts.append(
                     format_html(
                         '<text class="km-axis" x="{}" y="{}" text-anchor="middle">{}</text>',
-                        _f(left + i * step + step / 2),
+                        _f(left + position * step + step / 2),
                         height - 6,
                         label,
                     )
@@ -194,8 +196,8 @@ class Chart:
         plot_w = WIDTH - left - right
         scale = max(max(self.totals, default=0), 1)
         parts = []
-        for i, label in enumerate(self.labels):
-            y = top + i * (BAR_HEIGHT + BAR_GAP)
+        for position, label in enumerate(self.labels):
+            y = top + position * (BAR_HEIGHT + BAR_GAP)
             short = label if len(label) <= LABEL_CHARS else label[: LABEL_CHARS - 1] + "…"
             parts.append(
                 format_html(
@@ -208,25 +210,25 @@ class Chart:
                 )
             )
             x = float(left)
-            for s in self.series:
-                value = s.values[i]
+            for series in self.series:
+                value = series.values[position]
                 if not value:
                     continue
                 w = plot_w * value / scale
-                parts.append(self._segment(x, y, w, BAR_HEIGHT, s, label, value))
+                parts.append(self._segment(x, y, w, BAR_HEIGHT, series, label, value))
                 x += w
             parts.append(
                 format_html(
                     '<text class="km-axis km-value" x="{}" y="{}">{}</text>',
                     _f(x + 4),
                     _f(y + BAR_HEIGHT * 0.7),
-                    _n(self.totals[i]),
+                    _n(self.totals[position]),
                 )
             )
         return self._frame(height, parts)
 
     def _segment(
-        self, x: float, y: float, w: float, h: float, s: Series, label: str, value: int
+        self, x: float, y: float, w: float, h: float, series: Series, label: str, value: int
     ) -> SafeString:
         return format_html(
             '<rect x="{}" y="{}" width="{}" height="{}" fill="{}"><title>{}: {} {}</title></rect>',
@@ -234,10 +236,10 @@ class Chart:
             _f(y),
             _f(w),
             _f(h),
-            COLOURS[s.colour],
+            COLOURS[series.colour],
             label,
             _n(value),
-            s.label if len(self.series) > 1 else self.unit,
+            series.label if len(self.series) > 1 else self.unit,
         )
 
     def _table(self) -> SafeString:

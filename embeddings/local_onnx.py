@@ -80,8 +80,8 @@ def _weights_key(source: str, size: int, mtime_ns: int, converter: int) -> str:
     digest = hashlib.sha256(f"kindmem-onnx-{converter}".encode())
     for name in ("config.json", "model.safetensors"):
         digest.update(name.encode())
-        with (Path(source) / name).open("rb") as f:
-            while block := f.read(1 << 20):
+        with (Path(source) / name).open("rb") as handle:
+            while block := handle.read(1 << 20):
                 digest.update(block)
     return digest.hexdigest()[:16]
 

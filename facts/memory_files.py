@@ -310,12 +310,12 @@ def check_envelope(value: Any, *, stem: str | None = None) -> dict[str, Any]:
     _brand(value["kind"], "kind")
     if not isinstance(value["tags"], list):
         raise MemoryFileError("tags", "A list of strings.")
-    for i, tag in enumerate(value["tags"]):
-        _brand(tag, f"tags[{i}]")
+    for index, tag in enumerate(value["tags"]):
+        _brand(tag, f"tags[{index}]")
     if not isinstance(value["links"], list):
         raise MemoryFileError("links", "A list of IEdge.")
-    for i, edge in enumerate(value["links"]):
-        _edge(edge, f"links[{i}]")
+    for index, edge in enumerate(value["links"]):
+        _edge(edge, f"links[{index}]")
     for name in ("created", "updated", "seq"):
         _number(value[name], name)
     if not isinstance(value["contentHash"], str):

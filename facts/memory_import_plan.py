@@ -85,9 +85,9 @@ def _flat(detail: Any, prefix: str) -> dict[str, list[str]]:
         return out
     if isinstance(detail, list) and detail and not all(isinstance(d, str) for d in detail):
         out = {}
-        for i, value in enumerate(detail):
+        for index, value in enumerate(detail):
             if value:
-                out.update(_flat(value, f"{prefix}[{i}]"))
+                out.update(_flat(value, f"{prefix}[{index}]"))
         return out
     return {prefix: [str(d) for d in detail] if isinstance(detail, list) else [str(detail)]}
 

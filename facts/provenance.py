@@ -77,12 +77,12 @@ def search_text_of(content: Any) -> str:
         if isinstance(value, str):
             parts.append(value)
         elif isinstance(value, Mapping):
-            for k, v in value.items():
-                parts.append(str(k))
-                walk(v)
+            for key, item in value.items():
+                parts.append(str(key))
+                walk(item)
         elif isinstance(value, list | tuple):
-            for v in value:
-                walk(v)
+            for item in value:
+                walk(item)
         elif value is not None:
             parts.append(str(value))
 

@@ -113,32 +113,32 @@ class FactSearchView(AuditedView):
     def post(self, request: Request) -> Response:
         body = FactSearchInput(data=request.data)
         body.is_valid(raise_exception=True)
-        v: dict[str, Any] = body.validated_data
+        validated: dict[str, Any] = body.validated_data
         principal = principal_of(request)
-        scope = {k: str(value) for k, value in v.get("scope", {}).items()}
+        scope = {k: str(value) for k, value in validated.get("scope", {}).items()}
         self.audit.query_snapshot = {
-            "mode": v["mode"],
-            "query": v["query"],
-            "top_k": v["top_k"],
-            "type": v.get("type"),
+            "mode": validated["mode"],
+            "query": validated["query"],
+            "top_k": validated["top_k"],
+            "type": validated.get("type"),
             "scope": scope,
-            "tags": v.get("tags", []),
-            "valid_at": v["valid_at"].isoformat() if "valid_at" in v else None,
+            "tags": validated.get("tags", []),
+            "valid_at": validated["valid_at"].isoformat() if "valid_at" in validated else None,
         }
         if "project_id" in scope:
             self.audit.project_id = scope["project_id"]
-        self.audit.ask(type=v.get("type"), scope=scope)
+        self.audit.ask(type=validated.get("type"), scope=scope)
         hits: list[SearchHit] = fact_search(
             search=FactSearch(
                 tenant_id=principal.tenant_id,
                 readers=readers_for(principal),
-                mode=v["mode"],
-                query=v["query"],
-                top_k=v["top_k"],
-                type=v.get("type"),
+                mode=validated["mode"],
+                query=validated["query"],
+                top_k=validated["top_k"],
+                type=validated.get("type"),
                 scope=scope,
-                tags=tuple(v.get("tags", ())),
-                valid_at=v.get("valid_at"),
+                tags=tuple(validated.get("tags", ())),
+                valid_at=validated.get("valid_at"),
                 rerank=settings.RERANK,
             )
         )

@@ -389,11 +389,16 @@ def _history(document: dict[str, Any]) -> str:
     lines = []
     for fact in document["facts"]:
         lines += ["", f"## {fact['type']} `{fact['id']}`", ""]
-        for r in fact["revisions"]:
-            ended = r["record"]["invalidation_reason"] or r["record"]["review"] or "current"
+        for revision in fact["revisions"]:
+            ended = (
+                revision["record"]["invalidation_reason"]
+                or revision["record"]["review"]
+                or "current"
+            )
             lines.append(
-                f"- v{r['version']} ({r['record']['created_at']}, {r['trust']}, {ended}): "
-                + json.dumps(r["content"], ensure_ascii=False)
+                f"- v{revision['version']} ({revision['record']['created_at']}, "
+                f"{revision['trust']}, {ended}): "
+                + json.dumps(revision["content"], ensure_ascii=False)
             )
     return "\n".join(lines)
 

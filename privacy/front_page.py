@@ -130,12 +130,12 @@ def _review(request: HttpRequest) -> ReviewPanel:
     now = timezone.now()
     queue = console_scope(request, Approval.objects.all()).filter(status=ApprovalStatus.PENDING)
     buckets = {}
-    for i, (_label, lower) in enumerate(AGE_BUCKETS):
-        upper = AGE_BUCKETS[i + 1][1] if i + 1 < len(AGE_BUCKETS) else None
+    for position, (_label, lower) in enumerate(AGE_BUCKETS):
+        upper = AGE_BUCKETS[position + 1][1] if position + 1 < len(AGE_BUCKETS) else None
         when = Q(created_at__lte=now - lower)
         if upper is not None:
             when &= Q(created_at__gt=now - upper)
-        buckets[f"age_{i}"] = Count("pk", filter=when)
+        buckets[f"age_{position}"] = Count("pk", filter=when)
     reasons = {
         f"reason_{i}": Count("pk", filter=Q(reasons__contains=[r])) for i, r in enumerate(REASONS)
     }

@@ -33,24 +33,26 @@ class Selection:
     segments_prefix: tuple[str, ...] = ()
 
     def condition(self) -> Q:
-        q = Q(conversation__agent__agent_id=self.agent_id)
+        condition = Q(conversation__agent__agent_id=self.agent_id)
         if self.conversation_id is not None:
-            q &= Q(conversation__thread_id=self.conversation_id)
+            condition &= Q(conversation__thread_id=self.conversation_id)
         if self.before_sequence is not None:
-            q &= Q(sequence__lt=self.before_sequence)
+            condition &= Q(sequence__lt=self.before_sequence)
         if self.exclude_conversation_id is not None:
-            q &= ~Q(conversation__thread_id=self.exclude_conversation_id)
+            condition &= ~Q(conversation__thread_id=self.exclude_conversation_id)
         if self.participant_id is not None:
-            q &= Q(conversation__participant_id=self.participant_id)
+            condition &= Q(conversation__participant_id=self.participant_id)
         if self.user_id is not None:
-            q &= Q(conversation__user_id=self.user_id)
+            condition &= Q(conversation__user_id=self.user_id)
         if self.project_id is not None:
-            q &= Q(conversation__project_id=self.project_id)
+            condition &= Q(conversation__project_id=self.project_id)
         if self.segments_prefix:
-            # segments[1:n] = prefix (an array slice compares element by element)
-            n = len(self.segments_prefix)
-            q &= Q(**{f"conversation__segments__0_{n}": list(self.segments_prefix)})
-        return q
+            # segments[1:prefix_length] = prefix (an array slice compares element by element)
+            prefix_length = len(self.segments_prefix)
+            condition &= Q(
+                **{f"conversation__segments__0_{prefix_length}": list(self.segments_prefix)}
+            )
+        return condition
 
 
 class ConversationQuerySet(models.QuerySet):

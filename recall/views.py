@@ -77,7 +77,7 @@ class ConversationMessagesView(AuditedView):
         it (404, like a conversation that does not exist)."""
         params = MessageListInput(data=request.query_params.dict())
         params.is_valid(raise_exception=True)
-        v = params.validated_data
+        validated = params.validated_data
         principal = principal_of(request)
         conversation = (
             Conversation.objects.of_tenant(principal.tenant_id)
@@ -89,9 +89,9 @@ class ConversationMessagesView(AuditedView):
         if conversation is None:
             raise NotFound("No such conversation.")
         messages = Message.objects.of_tenant(principal.tenant_id).filter(conversation=conversation)
-        if "before_sequence" in v:
-            messages = messages.filter(sequence__lt=v["before_sequence"])
-        limit = v["limit"]
+        if "before_sequence" in validated:
+            messages = messages.filter(sequence__lt=validated["before_sequence"])
+        limit = validated["limit"]
         newest = list(messages.defer("embedding", "search").order_by("-sequence")[: limit + 1])
         page = list(reversed(newest[:limit]))
         next_before = page[0].sequence if len(newest) > limit else None
@@ -100,7 +100,7 @@ class ConversationMessagesView(AuditedView):
             subjects=conversation_subjects(conversation),
         )
         self.audit.project_id = conversation.project_id
-        self.audit.query_snapshot = {"conversation_id": conversation_id, **v}
+        self.audit.query_snapshot = {"conversation_id": conversation_id, **validated}
         body = {"conversation": conversation, "messages": page, "next_before_sequence": next_before}
         return Response(MessageListOutput(body).data)
 
@@ -108,19 +108,20 @@ class ConversationMessagesView(AuditedView):
     def post(self, request: Request, conversation_id: str) -> Response:
         data = AppendInput(data=request.data)
         data.is_valid(raise_exception=True)
-        v = data.validated_data
-        segments = v.get("segments")
+        validated = data.validated_data
+        segments = validated.get("segments")
         conversation, rows = services.conversation_append(
             principal=principal_of(request),
             conversation_id=conversation_id,
             messages=[
-                services.NewMessage(m["role"], m["text"], m.get("data")) for m in v["messages"]
+                services.NewMessage(m["role"], m["text"], m.get("data"))
+                for m in validated["messages"]
             ],
             start=services.ConversationStart(
-                agent_id=v.get("agent_id"),
-                project_id=v.get("project_id"),
-                participant_id=v.get("participant_id"),
-                user_id=v.get("user_id"),
+                agent_id=validated.get("agent_id"),
+                project_id=validated.get("project_id"),
+                participant_id=validated.get("participant_id"),
+                user_id=validated.get("user_id"),
                 segments=tuple(segments) if segments is not None else None,
             ),
         )
@@ -189,7 +190,7 @@ class RecallView(AuditedView):
     def post(self, request: Request) -> Response:
         data = RecallInput(data=request.data)
         data.is_valid(raise_exception=True)
-        v = data.validated_data
+        validated = data.validated_data
         principal = principal_of(request)
         hits = recall_search(
             request=RecallQuery(
@@ -197,12 +198,12 @@ class RecallView(AuditedView):
                 readers=readers_for(principal),
                 selections=[
                     Selection(**{**s, "segments_prefix": tuple(s.get("segments_prefix", ()))})
-                    for s in v["selections"]
+                    for s in validated["selections"]
                 ],
-                mode=v["mode"],
-                top_k=v["top_k"],
-                roles=tuple(v.get("roles", ["user"])),
-                query=v.get("query"),
+                mode=validated["mode"],
+                top_k=validated["top_k"],
+                roles=tuple(validated.get("roles", ["user"])),
+                query=validated.get("query"),
                 rerank=settings.RERANK,
             )
         )
@@ -212,10 +213,10 @@ class RecallView(AuditedView):
                 subjects=conversation_subjects(hit.message.conversation),
             )
         self.audit.query_snapshot = {
-            "mode": v["mode"],
-            "top_k": v["top_k"],
-            "roles": list(v.get("roles", ["user"])),
-            "selections": len(v["selections"]),
-            "query": v.get("query"),
+            "mode": validated["mode"],
+            "top_k": validated["top_k"],
+            "roles": list(validated.get("roles", ["user"])),
+            "selections": len(validated["selections"]),
+            "query": validated.get("query"),
         }
         return Response(RecallOutput({"hits": hits}).data)

@@ -170,25 +170,25 @@ class KeywordQuery:
         if not terms:
             return Value(0.0, output_field=FloatField())
         length = Cast(Func(F(column), function="length"), FloatField())
-        n = Cast(Window(Count("*")), FloatField())
+        matches = Cast(Window(Count("*")), FloatField())
         norm = Value(BM25_K1 + 1) / (
             Value(1.0)
             + Value(BM25_K1) * (Value(1.0 - BM25_B) + Value(BM25_B) * length / Window(Avg(length)))
         )
         score: Expression = Value(0.0, output_field=FloatField())
-        for i, term in enumerate(terms):
+        for position, term in enumerate(terms):
             present = Case(
                 When(Q(**{column: term}), then=Value(1.0)),
                 default=Value(0.0),
                 output_field=FloatField(),
             )
             df = Window(Sum(present))
-            idf = Ln(Value(1.0) + (n - df + Value(0.5)) / (df + Value(0.5)))
+            idf = Ln(Value(1.0) + (matches - df + Value(0.5)) / (df + Value(0.5)))
             contribution = present * idf
-            if i:
+            if position:
                 # "paint" and "painting" are one lexeme: a word that parses to the same tsquery
                 # as an earlier one counts once (a comparison of constants, made at planning)
-                contribution = contribution * _Unless(term, *terms[:i])
+                contribution = contribution * _Unless(term, *terms[:position])
             score = score + contribution
         return score * norm
 

@@ -73,9 +73,9 @@ def fuse_by_rank(
     seen = 0
     for leg, items in legs.items():
         weight = 1.0 if weights is None else weights.get(leg, 1.0)
-        for i, item in enumerate(items):
+        for position, item in enumerate(items):
             ident = key(item)
-            rank = i + 1
+            rank = position + 1
             entry = entries.get(ident)
             if entry is None:
                 entries[ident] = (item, [weight / (k + rank)], {leg: rank}, seen)

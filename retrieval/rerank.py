@@ -60,11 +60,11 @@ class Reranker(Protocol):
     ) -> list[Candidate[T]]: ...
 
 
-def relevance(n: int) -> list[float]:
-    """Position-based relevance of `n` candidates best first: 1 falling evenly to 0."""
-    if n <= 1:
-        return [1.0] * n
-    return [1.0 - r / (n - 1) for r in range(n)]
+def relevance(count: int) -> list[float]:
+    """Position-based relevance of `count` candidates best first: 1 falling evenly to 0."""
+    if count <= 1:
+        return [1.0] * count
+    return [1.0 - r / (count - 1) for r in range(count)]
 
 
 def _blend(
@@ -91,11 +91,11 @@ class MMR:
         rel = relevance(len(hits))
         width = next((len(h.vector) for h in hits if h.vector is not None), 0)
         units = np.zeros((len(hits), width))
-        for i, h in enumerate(hits):
-            if h.vector is not None:
-                v = np.asarray(h.vector, dtype=float)
-                norm = np.linalg.norm(v)
-                units[i] = v / norm if norm else 0.0
+        for position, hit in enumerate(hits):
+            if hit.vector is not None:
+                vector = np.asarray(hit.vector, dtype=float)
+                norm = np.linalg.norm(vector)
+                units[position] = vector / norm if norm else 0.0
         similar = units @ units.T  # a row of zeros for a hit without a vector: like nothing
         left = list(range(len(hits)))
         picked: list[int] = []
@@ -154,19 +154,19 @@ class SlotCurrent:
 
     def rerank(self, query: str, hits: Sequence[Candidate[T]], top_k: int) -> list[Candidate[T]]:
         newest: dict[Hashable, int] = {}
-        for i, h in enumerate(hits):
-            if h.slot is None:
+        for position, hit in enumerate(hits):
+            if hit.slot is None:
                 continue
-            j = newest.get(h.slot)
-            if j is None or _later(h.at, hits[j].at):
-                newest[h.slot] = i
+            newest_position = newest.get(hit.slot)
+            if newest_position is None or _later(hit.at, hits[newest_position].at):
+                newest[hit.slot] = position
         keep = [h for i, h in enumerate(hits) if h.slot is None or newest[h.slot] == i]
         older = [h for i, h in enumerate(hits) if h.slot is not None and newest[h.slot] != i]
         return (keep + older)[:top_k]
 
 
-def _later(a: datetime | None, b: datetime | None) -> bool:
-    return a is not None and (b is None or a > b)
+def _later(at: datetime | None, newest_at: datetime | None) -> bool:
+    return at is not None and (newest_at is None or at > newest_at)
 
 
 RERANKERS: Mapping[str, Any] = {r.name: r for r in (MMR(), Recency(), TrustFirst(), SlotCurrent())}
