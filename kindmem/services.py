@@ -32,13 +32,18 @@ def api_key_create(
     """Create a key and return it with its plaintext, which is never stored or shown again."""
     projects = list(projects)
     api_key_check(tenant=tenant, kind=kind, user=user, projects=projects)
-    token, prefix, key_hash = new_token(API_KEY_MARKER)
+    minted = new_token(API_KEY_MARKER)
     key = ApiKey.objects.create(
-        tenant=tenant, kind=kind, name=name, user=user, prefix=prefix, key_hash=key_hash
+        tenant=tenant,
+        kind=kind,
+        name=name,
+        user=user,
+        prefix=minted.prefix,
+        key_hash=minted.hash,
     )
     if projects:
         key.projects.set(projects)
-    return key, token
+    return key, minted.token
 
 
 def api_key_check(
@@ -131,7 +136,7 @@ def run_mint(
             participant_id=participant_id,
             user_id=user.pk if user else None,
         )
-    token, prefix, token_hash = new_token(RUN_TOKEN_MARKER)
+    minted = new_token(RUN_TOKEN_MARKER)
     now = timezone.now()
     run = Run.objects.create(
         tenant_id=tenant_id,
@@ -143,12 +148,12 @@ def run_mint(
         thread_id=thread_id,
         session_id=session_id,
         minted_by=principal.api_key,
-        token_prefix=prefix,
-        token_hash=token_hash,
+        token_prefix=minted.prefix,
+        token_hash=minted.hash,
         created_at=now,
         expires_at=now + timedelta(seconds=settings.RUN_TOKEN_TTL_SECONDS),
     )
-    return run, token
+    return run, minted.token
 
 
 def run_start_internal(
@@ -164,7 +169,7 @@ def run_start_internal(
     containers of something the caller may already read: with no token (the one made for
     its hash is thrown away, no key minted it, and it has expired when made), so it never
     authenticates. Its rows are written as that agent, attributed to this run."""
-    _token, prefix, token_hash = new_token(RUN_TOKEN_MARKER)
+    minted = new_token(RUN_TOKEN_MARKER)  # its token is never shown: only the hash is kept
     now = timezone.now()
     return Run.objects.create(
         tenant_id=tenant_id,
@@ -175,8 +180,8 @@ def run_start_internal(
         user_id=user_id,
         thread_id=thread_id,
         minted_by=None,
-        token_prefix=prefix,
-        token_hash=token_hash,
+        token_prefix=minted.prefix,
+        token_hash=minted.hash,
         created_at=now,
         expires_at=now,
     )

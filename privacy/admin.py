@@ -238,7 +238,7 @@ class AccessRequestAdmin(OfficerViewable, TenantScopedAdmin):
             self.get_queryset(request).only("id", "tenant_id"), pk=request_id
         )
         try:
-            content, content_type, name = services.access_export_open(
+            export = services.access_export_open(
                 actor=services.Actor.of_staff(request.user, access.tenant_id),
                 request_id=access.id,
                 token=request.GET.get("token", ""),
@@ -248,6 +248,6 @@ class AccessRequestAdmin(OfficerViewable, TenantScopedAdmin):
         except KindmemError as exc:
             messages.error(request, exc.message)
             return HttpResponseRedirect(reverse("admin:privacy_accessrequest_changelist"))
-        response = HttpResponse(content, content_type=content_type)
-        response["Content-Disposition"] = f'attachment; filename="{name}"'
+        response = HttpResponse(export.content, content_type=export.content_type)
+        response["Content-Disposition"] = f'attachment; filename="{export.name}"'
         return response

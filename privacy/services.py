@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import uuid
+from dataclasses import dataclass
 from typing import Any
 
 from django.conf import settings
@@ -109,11 +110,20 @@ def access_export_token(*, request: AccessRequest) -> str:
     return TimestampSigner(salt=EXPORT_SALT).sign(f"{request.tenant_id}:{request.id}")
 
 
+@dataclass(frozen=True)
+class ExportFile:
+    """A subject access export as downloaded: its bytes, content type and file name."""
+
+    content: bytes
+    content_type: str
+    name: str
+
+
 def access_export_open(
     *, actor: Actor, request_id: uuid.UUID | str, token: str, fmt: str, endpoint: str
-) -> tuple[bytes, str, str]:
+) -> ExportFile:
     """The export file of a finished request of the actor's tenant, if `token` is a valid,
-    unexpired link for it: (content, content type, file name). The download is audited."""
+    unexpired link for it. The download is audited."""
     try:
         value = TimestampSigner(salt=EXPORT_SALT).unsign(
             token, max_age=settings.ACCESS_EXPORT_LINK_MAX_AGE
@@ -137,10 +147,13 @@ def access_export_open(
             endpoint=endpoint,
         )
     if fmt == "zip":
-        return (
-            bytes(request.export_zip or b""),
-            "application/zip",
-            f"access-export-{request.id}.zip",
+        return ExportFile(
+            content=bytes(request.export_zip or b""),
+            content_type="application/zip",
+            name=f"access-export-{request.id}.zip",
         )
-    body = json.dumps(request.export_json, indent=2, ensure_ascii=False).encode()
-    return body, "application/json", f"access-export-{request.id}.json"
+    return ExportFile(
+        content=json.dumps(request.export_json, indent=2, ensure_ascii=False).encode(),
+        content_type="application/json",
+        name=f"access-export-{request.id}.json",
+    )

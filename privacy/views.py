@@ -185,13 +185,13 @@ class AccessRequestDownloadView(APIView):
         principal = principal_of(request)
         data = DownloadInput(data=request.query_params.dict())
         data.is_valid(raise_exception=True)
-        content, content_type, name = services.access_export_open(
+        export = services.access_export_open(
             actor=services.Actor.of_principal(principal),
             request_id=_uuid(request_id),
             token=data.validated_data["token"],
             fmt=data.validated_data["export"],
             endpoint="GET subject-access-request-download",
         )
-        response = HttpResponse(content, content_type=content_type)
-        response["Content-Disposition"] = f'attachment; filename="{name}"'
+        response = HttpResponse(export.content, content_type=export.content_type)
+        response["Content-Disposition"] = f'attachment; filename="{export.name}"'
         return response
