@@ -23,6 +23,7 @@ from typing import Any
 from rest_framework import serializers
 
 from api.fields import StrictSerializer
+from api.parsers import MAX_JSON_DEPTH, json_depth_exceeds
 from api.storable import PROBLEM, unstorable_path
 from facts.link_serializers import LinkCreateInput
 from facts.memory_files import FORMAT, SUFFIX, MemoryFileError, from_epoch_ms, parse_memory_file
@@ -160,6 +161,9 @@ def _plan_one(upload: Uploaded, scope: Mapping[str, str]) -> Planned:
     else:
         key = envelope["entityId"] if envelope["entityId"] != envelope["id"] else None
         encoding = "text"
+    if encoding == "json" and json_depth_exceeds(parsed.body):
+        # the limit of a JSON request body: a content no route would accept is not imported
+        raise refused(name, {"body": [f"JSON nested deeper than {MAX_JSON_DEPTH} levels."]})
     try:
         content = parsed.body if encoding == "text" else json.loads(parsed.body)
     except ValueError as exc:

@@ -276,6 +276,8 @@ def test_a_link_to_a_fact_the_import_does_not_bring_is_dropped_and_reported(api,
         (memory("f-3", provenance={"by": "x"}), "provenance.source"),
         (memory("f-3", scope={"a": 1}), "scope"),
         (memory("f-3", kindmem={"body": "json"}), "body"),
+        # nested past the API's own limit (api/parsers.py MAX_JSON_DEPTH), whatever the stack
+        (memory("f-3", "[" * 300 + "]" * 300, kindmem={"body": "json"}), "body"),
         (
             memory("f-3", kindmem={"scope": {"project_id": "nope"}}),
             "provenance.kindmem.scope.project_id",

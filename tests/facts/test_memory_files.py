@@ -421,7 +421,7 @@ def test_whatever_a_file_holds_the_import_answers_with_a_refusal_or_a_plan(lines
 @pytest.mark.parametrize(
     ("body", "problem"),
     [
-        ("[" * 100_000, "JSON nested too deeply."),
+        ("[" * 100_000, "JSON nested deeper than 256 levels."),
         ('"\\ud800"', "It contains a NUL character or a lone surrogate, which cannot be stored."),
         ("1e999", "Value must be valid JSON."),
     ],
