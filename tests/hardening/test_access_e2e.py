@@ -93,14 +93,27 @@ def test_every_credential_reads_through_every_route_exactly_what_the_reference_a
     scripted_llm: ChatServer,
 ) -> None:
     settings.TRANSACTION_POOLING = pooling
+    settings_for_the_world(settings)
+    e2e = E2E(api, seed)
+    e2e.chat = scripted_llm
+    world_built_read_and_compared(e2e, world, other_world, record_property)
+
+
+def settings_for_the_world(settings: Any) -> None:
     settings.EMBEDDER = "hashing"  # deterministic vectors, so semantic search and recall run
     settings.EMBED_BUDGET_MS = 5_000
     # every memory a job's run may read is shown to the model (the world holds far fewer), so
     # what it is shown is exactly the guard's answer, not a search's top few
     settings.EXTRACTION_MAX_MEMORIES = 1_000
+
+
+def world_built_read_and_compared(
+    e2e: E2E, world: World, other_world: World, record_property: Any
+) -> None:
+    """Build the two tenants' world through the API, read it back with every credential
+    through every route, and assert every answer is the model's."""
+    seed = e2e.seed
     started = time.monotonic()
-    e2e = E2E(api, seed)
-    e2e.chat = scripted_llm
 
     # given: two tenants, their keys, runs minted by app and user keys, conversations, run
     # logs, facts of random scopes in every record state, links, and a hold in each

@@ -17,7 +17,7 @@ from tests import factories
 from tests.approvals.conftest import declare
 from tests.processes import asgi_server, pgbouncer, web_server
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.topology]
 
 WORDS = {"a": "zqalpha", "b": "zqbravo"}
 

@@ -14,7 +14,7 @@ from django.conf import settings
 from tests import factories
 from tests.processes import standby, web_server
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.topology]
 
 
 def contents(answer: httpx.Response) -> list[str]:
