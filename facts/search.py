@@ -139,7 +139,10 @@ def _search_inputs(search: FactSearch) -> FactSearch:
 def _keyword_query(inputs: _LegInputs, limit: int) -> QuerySet[Any]:
     assert inputs.words is not None
     readable = _rendered(searchable(inputs.search, inputs.now))
-    return keyword_matches(readable, "search_vector", inputs.words).order_by("-score", "id")[:limit]
+    ranked = keyword_matches(
+        readable, "search_vector", inputs.words, bounded=inputs.search.readers.all
+    )
+    return ranked.order_by("-score", "id")[:limit]
 
 
 def _semantic_candidates(inputs: _LegInputs) -> QuerySet[Any]:

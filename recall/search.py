@@ -82,10 +82,14 @@ def recallable(request: RecallQuery) -> MessageQuerySet:
     )
 
 
-def keyword_leg(base: MessageQuerySet, query: str, limit: int) -> list[tuple[Message, float]]:
+def keyword_leg(
+    base: MessageQuerySet, query: str, limit: int, *, whole_tenant: bool = False
+) -> list[tuple[Message, float]]:
     """The best `limit` full-text matches of the query's words (`retrieval.fulltext`: any word,
-    quoted phrases required, BM25), newest first among equals."""
-    rows = keyword_matches(base, "search", query).order_by("-score", "-created_at", "-id")
+    quoted phrases required, BM25), newest first among equals; bounded per word for a reader of
+    the `whole_tenant`."""
+    rows = keyword_matches(base, "search", query, bounded=whole_tenant)
+    rows = rows.order_by("-score", "-created_at", "-id")
     return [(m, float(m.score)) for m in rows[:limit]]
 
 
@@ -158,7 +162,9 @@ def _recall(
         assert request.query is not None
         hits = [
             RecallHit(message=m, score=s, ranks={KEYWORD: i})
-            for i, (m, s) in enumerate(keyword_leg(base, request.query, page), start=1)
+            for i, (m, s) in enumerate(
+                keyword_leg(base, request.query, page, whole_tenant=request.readers.all), start=1
+            )
         ]
     elif request.mode == SEMANTIC:
         vector, model = embedded()
@@ -170,7 +176,9 @@ def _recall(
     else:
         assert request.query is not None
         depth = max(HYBRID.depth(request.top_k), page)
-        keyword = [m for m, _ in keyword_leg(base, request.query, depth)]
+        keyword = [
+            m for m, _ in keyword_leg(base, request.query, depth, whole_tenant=request.readers.all)
+        ]
         vector, model = embedded()
         assert vector is not None
         legs = {

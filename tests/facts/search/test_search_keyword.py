@@ -203,3 +203,42 @@ def test_a_revision_embedded_with_another_model_is_not_searched_semantically(api
     # then the semantic leg ignores the foreign space; the keyword leg still finds it
     assert semantic.json()["hits"] == []
     assert hit_ids(keyword) == [str(revision.fact_id)]
+
+
+# --- the bound on a whole-tenant reader's candidates (retrieval.fulltext.CANDIDATES_PER_TERM) ---
+
+
+@pytest.fixture
+def two_per_word(monkeypatch):
+    """The keyword bound lowered to two rows per word, for the test: its compiled shapes (which
+    hold the limit) are made again before and after it."""
+    import compiled
+    from retrieval import fulltext
+
+    monkeypatch.setattr(fulltext, "CANDIDATES_PER_TERM", 2)
+    compiled.forget()
+    yield
+    compiled.forget()
+
+
+def test_a_whole_tenant_reader_ranks_a_bounded_set_of_readable_matches(api, world, two_per_word):
+    # given: four expired facts with the word, then three live ones, all in the app's project
+    expired = plant(world.tenant, ["zqpebble on the shore"] * 4, project=world.project)
+    Revision.objects.filter(pk__in=[r.pk for r in expired]).update(
+        expires_at=timezone.now() - timedelta(days=1)
+    )
+    live = {
+        str(r.fact_id)
+        for r in plant(world.tenant, ["zqpebble in a jar"] * 3, project=world.project)
+    }
+
+    # when: the tenant's admin (every row of the tenant) searches for the word
+    admin = hit_ids(search(api, world.admin.headers, mode="keyword", query="zqpebble", top_k=10))
+    # then: it ranks two candidates, both live: an unreadable row never takes a place
+    assert len(admin) == 2
+    assert set(admin) <= live
+
+    # when: an app key of the project (a narrower reader) searches: every match is ranked
+    app = hit_ids(search(api, world.app.headers, mode="keyword", query="zqpebble", top_k=10))
+    assert set(app) == live
+    assert len(app) == 3
