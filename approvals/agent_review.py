@@ -12,24 +12,22 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from approvals.review_reasons import detect, reasons_of, review_text
+from approvals import gate
 from approvals.services import approval_open
 from facts.agent_writes import is_wide
 from facts.models import Fact, Revision
 from facts.review import ReviewNeeded
-from kindmem.access import Principal, PrincipalKind
+from kindmem.access import Principal
 
 
 class AgentWriteReviewer:
     def needed(self, principal: Principal, fact: Fact, content: Any) -> ReviewNeeded:
-        run = principal.run
-        if principal.kind != PrincipalKind.RUN or run is None:
-            return ReviewNeeded()
-        tools = [t for t in run.agent.tools if isinstance(t, str)]
-        findings = detect(review_text(content), tool_names=tools)
-        # The key and tags are read beside the content; they fire a reason, with no span to mark.
-        labels = detect("\n".join([fact.key or "", *fact.tags]), tool_names=tools)
-        return ReviewNeeded(reasons_of([*findings, *labels], wide_scope=is_wide(fact)), findings)
+        return gate.write_gate(
+            principal=principal,
+            content=content,
+            labels=[fact.key or "", *fact.tags],
+            wide_scope=is_wide(fact),
+        )
 
     def open(self, *, principal: Principal, revision: Revision, needed: ReviewNeeded) -> uuid.UUID:
         approval = approval_open(

@@ -23,8 +23,8 @@ from django.utils import timezone
 
 from api.content_schema import check_content
 from api.errors import Forbidden, InvalidFact
+from approvals import gate
 from approvals.models import Approval, ApprovalStatus
-from approvals.review_reasons import detect, reasons_of
 from approvals.services import approval_open
 from facts.review import VERIFIED_SLOT, Finding
 from facts.scopes import SubjectInput
@@ -138,12 +138,13 @@ def memory_remember(
     now = timezone.now()
     if valid_until is not None and valid_until <= now:
         raise InvalidFact(details={"valid_until": ["Must be in the future."]})
-    findings = detect(text, tool_names=[t for t in agent.tools if isinstance(t, str)])
-    reasons = reasons_of(findings, wide_scope=declaration.is_wide)
-    reasons += [r for r in review_reasons if r not in reasons]
     content: dict[str, Any] = {"text": text}
     if key is not None:
         content["key"] = key
+    needed = gate.write_gate(
+        principal=principal, content=content, wide_scope=declaration.is_wide, also=review_reasons
+    )
+    reasons, findings = needed.reasons, needed.findings
     check_content(
         [declaration.schema, type_content_schema(principal.tenant_id, type)], content, type=type
     )

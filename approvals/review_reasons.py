@@ -12,14 +12,25 @@ controls, Unicode tag characters), and memories whose scope reaches beyond one p
 The detector errs towards asking: a false positive costs a reviewer a click, a false negative
 lets an instruction through. Each finding records the rule and the span it matched, so the
 console can mark the words.
+
+The rules read a *folded* text, so that a spelling a model reads as the same words is caught
+as those words: compatibility forms (fullwidth letters, mathematical letters) by NFKD,
+combining marks dropped, hidden characters dropped (`ign\u200bore`), and letters of other
+scripts that look like Latin ones (Cyrillic `\u0435`, Greek `\u03bf`) folded to the Latin
+letter they imitate, from Unicode TR39's confusables (the `confusable-homoglyphs` package's
+data). Each folded character remembers where it came from, so a finding's span is the
+original text's.
 """
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 from collections.abc import Mapping
 from typing import Any
+
+from confusable_homoglyphs.confusables import confusables_data
 
 from facts.review import HIDDEN_CHARACTERS, INSTRUCTION_LIKE, REASONS, WIDE_SCOPE, Finding
 
@@ -93,28 +104,78 @@ def _controls(text: str) -> list[Finding]:
     return out
 
 
+# A letter's own name: "CYRILLIC CAPITAL LETTER BYELORUSSIAN-UKRAINIAN I" names an "I".
+_LETTER_NAME = re.compile(r"\b(CAPITAL|SMALL) LETTER (?:.* )?([A-Z])$")
+
+
+@functools.lru_cache(maxsize=4096)
+def _fold_char(char: str) -> str:
+    """What a reader (or a model) takes `char` for, in ASCII where it imitates ASCII: its
+    compatibility decomposition without combining marks, each remaining non-ASCII letter
+    folded to the ASCII look-alike TR39's confusables list for it."""
+    out = []
+    for part in unicodedata.normalize("NFKD", char):
+        if part.isascii():
+            out.append(part)
+            continue
+        if unicodedata.category(part) in ("Mn", "Me"):
+            continue
+        looks_like = [
+            h["c"] for h in confusables_data.get(part, ()) if h["c"].isascii() and h["c"].isalnum()
+        ]
+        named = _LETTER_NAME.search(unicodedata.name(part, ""))
+        if looks_like and named and looks_like[0] == "l" and named.group(2) == "I":
+            # TR39's prototype of every I-like letter is "l", which would hide "Ignore"
+            out.append("I" if named.group(1) == "CAPITAL" else "i")
+        else:
+            out.append(looks_like[0] if looks_like else part)
+    return "".join(out)
+
+
+def fold(text: str) -> tuple[str, list[int]]:
+    """`text` folded for the rules (module docstring), and for each folded character the index
+    of the original one it came from."""
+    folded: list[str] = []
+    origin: list[int] = []
+    for index, char in enumerate(text):
+        if char.isascii() and char.isprintable():
+            folded.append(char)
+            origin.append(index)
+            continue
+        if _HIDDEN.fullmatch(char):
+            continue
+        for part in _fold_char(char):
+            folded.append(part)
+            origin.append(index)
+    return "".join(folded), origin
+
+
 def detect(text: str, *, tool_names: list[str] | tuple[str, ...] = ()) -> list[Finding]:
     """Every finding in `text`, in order of position. Empty: nothing reads like an instruction
-    and nothing is hidden."""
+    and nothing is hidden. The instruction rules read the folded text (`fold`); each span is
+    the original text's."""
     findings: list[Finding] = []
+    folded, origin = fold(text)
+
+    def found(rule: str, start: int, end: int) -> None:
+        # the sentence-start lookbehinds leave leading whitespace inside the match
+        while start < end and folded[start].isspace():
+            start += 1
+        if start < end:
+            first, last = origin[start], origin[end - 1] + 1
+            findings.append(Finding(INSTRUCTION_LIKE, rule, first, last, text[first:last]))
+
     for rule, pattern in _RULES:
-        for match in pattern.finditer(text):
-            start, end = match.span()
-            # the sentence-start lookbehinds leave leading whitespace inside the match
-            while start < end and text[start].isspace():
-                start += 1
-            if start < end:
-                findings.append(Finding(INSTRUCTION_LIKE, rule, start, end, text[start:end]))
-    names = sorted({n for n in tool_names if len(n) >= 3}, key=len, reverse=True)
+        for match in pattern.finditer(folded):
+            found(rule, *match.span())
+    names = sorted({fold(n)[0] for n in tool_names if len(n) >= 3}, key=len, reverse=True)
     if names:
         pattern = re.compile(
             r"(?<![\w.-])(?:" + "|".join(re.escape(n) for n in names) + r")(?![\w-])",
             re.IGNORECASE,
         )
-        findings.extend(
-            Finding(INSTRUCTION_LIKE, "tool-name", m.start(), m.end(), m.group())
-            for m in pattern.finditer(text)
-        )
+        for match in pattern.finditer(folded):
+            found("tool-name", *match.span())
     findings.extend(
         Finding(HIDDEN_CHARACTERS, "invisible", m.start(), m.end(), m.group())
         for m in _HIDDEN.finditer(text)
@@ -145,7 +206,10 @@ def review_text(content: Any) -> str:
         rest = {k: v for k, v in content.items() if k != "text"}
 
     def walk(value: Any, path: str) -> None:
-        if isinstance(value, Mapping):
+        if isinstance(value, Mapping | list | tuple) and not value:
+            # an empty object or list still shows its key: an instruction can hide in one
+            lines.append(f"{path}: {'{}' if isinstance(value, Mapping) else '[]'}")
+        elif isinstance(value, Mapping):
             for key in sorted(value, key=str):
                 walk(value[key], f"{path}.{key}" if path else str(key))
         elif isinstance(value, list | tuple):
