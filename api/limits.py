@@ -24,7 +24,9 @@ SAFE_METHODS = {"GET", "HEAD", "OPTIONS"}
 
 
 class BodySizeLimitMiddleware:
-    """Refuse a /v1 body over KINDMEM_MAX_BODY_BYTES with 413 before it is read.
+    """Refuse a /v1 body over KINDMEM_MAX_BODY_BYTES with 413 before it is read, and one sent
+    with a Content-Encoding (gzip, deflate, ...) with 415: no route inflates a body, so one
+    would otherwise be parsed as the bytes it is compressed to.
 
     DRF's parsers read the request stream directly, so Django's DATA_UPLOAD_MAX_MEMORY_SIZE
     alone would not stop a large JSON body.
@@ -44,8 +46,16 @@ class BodySizeLimitMiddleware:
                 return error_response(
                     "request-too-large",
                     f"The request body is {length} bytes; the limit is {limit}.",
-                    {"limit": limit},
+                    {"limit": limit, "setting": "KINDMEM_MAX_BODY_BYTES"},
                     status=413,
+                )
+            coding = request.META.get("HTTP_CONTENT_ENCODING", "").strip().lower()
+            if coding not in {"", "identity"}:
+                return error_response(
+                    "unsupported-media-type",
+                    f"A body encoded as {coding[:40]!r} is not read here: send it uncompressed.",
+                    {"content_encoding": coding[:40], "accepted": ["identity"]},
+                    status=415,
                 )
         return self.get_response(request)
 

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import gzip
 import json
 import time
 
@@ -267,3 +268,25 @@ def test_a_failed_statement_is_not_mistaken_for_an_unavailable_database():
     assert not is_unavailable(psycopg.errors.SerializationFailure("could not serialize"))
     assert is_unavailable(psycopg.errors.TooManyConnections("sorry, too many clients already"))
     assert is_unavailable(psycopg.OperationalError("connection refused"))
+
+
+@pytest.mark.parametrize("coding", ["gzip", "deflate", "br"])
+def test_a_compressed_body_is_refused_never_inflated(api, world, coding):
+    # given a run's body, compressed (no route inflates a body)
+    body = gzip.compress(
+        json.dumps({"agent_id": "support-bot", "project_id": str(world.project.id)}).encode()
+    )
+    # when it is posted with its Content-Encoding
+    response = api.generic(
+        "POST",
+        "/v1/runs",
+        data=body,
+        content_type="application/json",
+        HTTP_CONTENT_ENCODING=coding,
+        **world.app.headers,
+    )
+    # then it is refused 415 in the error shape, naming the encoding, and nothing is written
+    assert response.status_code == 415
+    assert response.json()["code"] == "unsupported-media-type"
+    assert response.json()["details"] == {"content_encoding": coding, "accepted": ["identity"]}
+    assert Run.objects.count() == 0
