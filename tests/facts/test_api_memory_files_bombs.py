@@ -11,6 +11,7 @@ import json
 import zipfile
 from collections.abc import Callable, Iterator
 from dataclasses import replace
+from functools import cache
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -40,21 +41,31 @@ def credential(world: World, kind: str) -> Any:
     return getattr(world, kind)
 
 
+@cache  # built once for the module: a 256 MiB bomb takes a second or two
 def _bzip2() -> bytes:
     # 256 MiB of zeros in ~200 bytes of bzip2, declared as 220 bytes: zipfile inflates bzip2
     # whole, whatever is asked of it
     return archive([replace(bzip2_bomb("facts/f-1.md", 256 * MiB), size=220)])
 
 
+@cache
 def _lzma() -> bytes:
     return zipped_with({"facts/f-1.md": memory()}, zipfile.ZIP_LZMA)
 
 
+@cache
 def _deflate() -> bytes:
     # 256 MiB of zeros in ~250 KB, declared honestly: refused before anything is inflated
     return archive([deflate_bomb("facts/f-1.md", 256 * MiB)])
 
 
+@cache
+def _deflate_declared_small() -> bytes:
+    # the same 256 MiB declared as 220 bytes: refused at the first chunk past them
+    return archive([replace(deflate_bomb("facts/f-1.md", 256 * MiB), size=220)])
+
+
+@cache
 def _deflate_within_the_declared_limit() -> bytes:
     # 4 MiB of zeros in ~4 KB: declared under the 8 MiB limit, refused for its ratio
     return archive(
@@ -62,23 +73,27 @@ def _deflate_within_the_declared_limit() -> bytes:
     )
 
 
+@cache
 def _lying() -> bytes:
     # a memory file, then 64 MiB more, in ~65 KB; both headers declare the file alone (its size
     # and CRC): zipfile reads the file and stops, and so did the import
     return archive([lying_entry("facts/f-1.md", memory(), 64 * MiB)])
 
 
+@cache
 def _lying_stored() -> bytes:
     # stored: 100 KB more than the size declared in both headers
     entry = stored("facts/f-1.md", memory().encode() + b"\0" * 100_000)
     return archive([replace(entry, size=len(memory()))])
 
 
+@cache
 def _many() -> bytes:
     # one more memory file than KINDMEM_MEMORY_FILES_MAX (1000)
     return zipped({f"facts/f-{i}.md": memory(f"f-{i}") for i in range(1001)})
 
 
+@cache
 def _overlapping() -> bytes:
     # a hundred directory records, each of its own name, all pointing at one kernel of 60 KiB
     # (D. Fifield's non-recursive bomb): the second one's local header names another file
@@ -87,12 +102,14 @@ def _overlapping() -> bytes:
     return archive(records, shared_data=True)
 
 
+@cache
 def _nested() -> bytes:
     # a bomb inside a memory file's entry (stored: deflate would refuse the twice-compressed
     # zeros for their ratio first): read as the entry's bytes, never opened
     return zipped_with({"facts/f-1.md": _deflate()}, zipfile.ZIP_STORED)
 
 
+@cache
 def _nested_elsewhere() -> bytes:
     # memory files inside an inner zip: not the archive's own facts/<id>.md entries
     return zipped({"inner.zip": zipped({"facts/f-1.md": memory()})})
@@ -120,6 +137,12 @@ HOSTILE: dict[str, tuple[Callable[[], bytes], int, str, dict[str, Any]]] = {
         413,
         "request-too-large",
         {"limit": 8 * MiB, "setting": "KINDMEM_IMPORT_MAX_UNPACKED_BYTES"},
+    ),
+    "deflate-bomb-declared-small": (
+        _deflate_declared_small,
+        400,
+        "validation-error",
+        {"file": "facts/f-1.md", "declared_bytes": 220},
     ),
     "deflate-bomb-past-the-ratio": (
         _deflate_within_the_declared_limit,
