@@ -201,6 +201,14 @@ class RequestTooLarge(KindmemError):
     default_message = "The request carries more than kindmem takes at once."
 
 
+class UnsupportedMediaType(KindmemError):
+    """A body, or a part of one (an archive's entry), in a format kindmem does not read."""
+
+    code = "unsupported-media-type"
+    status_code = status.HTTP_415_UNSUPPORTED_MEDIA_TYPE
+    default_message = "This format is not read here."
+
+
 class LinkExpired(KindmemError):
     code = "link-expired"
     status_code = status.HTTP_410_GONE

@@ -247,6 +247,16 @@ FACTS_PURGE_DELAY_DAYS = env_int("KINDMEM_FACTS_PURGE_DELAY_DAYS", 30)
 MEMORY_FILES_MAX = env_int("KINDMEM_MEMORY_FILES_MAX", 1000)
 if MEMORY_FILES_MAX < 1:
     raise ImproperlyConfigured("KINDMEM_MEMORY_FILES_MAX must be 1 or more")
+# An import's zip is inflated in chunks and refused as soon as its memory files REALLY unpack
+# (never by the sizes it declares) past this many bytes in all, or an entry to more than this
+# many times its compressed size (api/archives.py): what one import holds stays near the first.
+# 8 MiB: a thousand files of a few KB each, an export of KINDMEM_MEMORY_FILES_MAX facts.
+IMPORT_MAX_UNPACKED_BYTES = env_int("KINDMEM_IMPORT_MAX_UNPACKED_BYTES", 8 * 1024 * 1024)
+IMPORT_MAX_RATIO = env_int("KINDMEM_IMPORT_MAX_RATIO", 100)
+if IMPORT_MAX_UNPACKED_BYTES < 1 or IMPORT_MAX_RATIO < 1:
+    raise ImproperlyConfigured(
+        "KINDMEM_IMPORT_MAX_UNPACKED_BYTES and KINDMEM_IMPORT_MAX_RATIO must be 1 or more"
+    )
 
 # `kindmem run`'s processes: gunicorn's sync workers (the REST API and the console) and
 # uvicorn's (the MCP server), chosen by bench/load.py (bench/README.md).
