@@ -439,17 +439,21 @@ class ApprovalAdmin(TenantScopedAdmin):
     def _bulk(self, request: HttpRequest, queryset: QuerySet[Approval], decision: str) -> None:
         note = request.POST.get("note", "")[:2000]
         pending = queryset.filter(status=ApprovalStatus.PENDING).order_by("pk")
-        done = 0
+        done = refused = 0
         for approval in pending:
             outcome = self._decide(request, approval, decision, note, "POST console approvals")
             if isinstance(outcome, KindmemError):
+                # each refusal says why (a stale memory: the fact moved on since)
                 self.message_user(request, f"{approval.id}: {outcome.message}", messages.ERROR)
+                refused += 1
             else:
                 done += 1
-        skipped = queryset.count() - done
+        skipped = queryset.count() - done - refused
         level = messages.SUCCESS if done else messages.WARNING
         self.message_user(
-            request, f"{decision}: {done} decided, {skipped} skipped (not pending).", level
+            request,
+            f"{decision}: {done} decided, {refused} refused, {skipped} skipped (not pending).",
+            level,
         )
 
     @admin.action(description="Approve the selected memories", permissions=["decide"])
