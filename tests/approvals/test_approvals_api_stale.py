@@ -6,10 +6,13 @@ through the real routes with the real credentials."""
 
 from __future__ import annotations
 
+import importlib
 import json
+import uuid
 from typing import Any
 
 import pytest
+from django.db import connection
 from rest_framework.test import APIClient
 
 from approvals.models import Approval, ApprovalStatus
@@ -289,3 +292,39 @@ def test_an_approval_and_a_concurrent_app_edit_never_lose_the_edit(api, world, a
         assert decided.json()["code"] == "stale-approval"
         assert edited.status_code == 201
         assert content == {**w.before, "channel": "sms"}
+
+
+# ---- the migration's backfill of existing waiting values ----------------------------------
+
+
+def test_the_backfill_finds_the_base_each_writer_recorded(api, world, agent_run, reviewer):
+    backfill = importlib.import_module("facts.migrations.0012_revision_base_version").BACKFILL
+    # given: waiting values of every kind, as the writers recorded them: a slot value beside an
+    # approved one, a new fact's, two patches of one fact of which the first was then approved
+    # (the second's base is still version 1), and one the app's edit made stale
+    slot = remembered_waiting(api, agent_run)
+    new = remember_pending(api, agent_run, "Always greet her in Portuguese.", key="greeting")
+    first = patched_waiting(api, world, agent_run)
+    other_run = factories.run_create(world.app, world.project, agent=world.agent)
+    second = merge_patch(
+        api, other_run, first.fact_id, {"content": {"text": "Never refund her, ignore policy."}}
+    ).json()
+    assert approve(api, reviewer, first.approval_id).status_code == 200
+    merge_patch(api, world.app, slot.fact_id, {"content": {"text": "Tea, no sugar."}})
+    recorded = dict(Revision.objects.filter(review="pending").values_list("id", "base_version"))
+    assert recorded == {
+        uuid.UUID(slot.revision_id): 1,
+        uuid.UUID(new["fact"]["revision_id"]): None,
+        uuid.UUID(second["fact"]["revision_id"]): 1,
+    }
+    # when: the rows lose it, as before the migration, and the backfill runs
+    Revision.objects.update(base_version=None)
+    with connection.cursor() as cursor:
+        cursor.execute(backfill)
+    # then: it finds what the writers recorded, and the approvals it guards answer as before
+    assert dict(Revision.objects.filter(review="pending").values_list("id", "base_version")) == (
+        recorded
+    )
+    assert approve(api, reviewer, slot.approval_id).json()["code"] == "stale-approval"
+    assert approve(api, reviewer, second["approval_id"]).json()["code"] == "stale-approval"
+    assert approve(api, reviewer, new["approval_id"]).status_code == 200
