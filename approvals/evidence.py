@@ -111,12 +111,13 @@ def evidence_attach(approvals: Sequence[Approval]) -> None:
     for approval in approvals:
         evidence = Evidence(stale=stale.get(approval.revision_id))
         replaced = getattr(approval, "replaced_content", None)
-        if replaced is not None and approval.revision.review is not None:
+        if replaced is not None and evidence.stale is not None:
+            # not "what it would replace": approving it is refused; the value it stands against
+            evidence.current_text = revision_text(replaced)
+        elif replaced is not None and approval.revision.review is not None:
             evidence.diff = word_diff(
                 revision_text(replaced), revision_text(approval.revision.content)
             )
-            if evidence.stale is not None:
-                evidence.current_text = revision_text(replaced)
         for ref in cited_refs(approval.revision.source):
             message = found.get(ref)
             if message is None:

@@ -223,8 +223,8 @@ def revision_approve(*, tenant_id: uuid.UUID, revision_id: uuid.UUID, by: str) -
     )
     if fact is None or waiting is None:
         raise Conflict("This memory is no longer waiting for review (replaced or erased).")
-    check_not_stale(waiting)
     assert_not_held(tenant_id, persons_of_write(fact, subjects_of(waiting)))
+    check_not_stale(waiting)
     now = timezone.now()
     approved = Revision.objects.filter(
         tenant_id=tenant_id, fact=fact, invalidated_at__isnull=True, review__isnull=True

@@ -10,6 +10,7 @@ from django.test import Client
 
 from approvals.models import Approval, ApprovalStatus
 from facts.models import Revision
+from tests import factories
 from tests.approvals.conftest import (
     merge_patch,
     patched_waiting,
@@ -367,3 +368,15 @@ def test_a_console_approve_of_a_memory_whose_fact_was_deleted_brings_nothing_bac
     assert "approving it would bring it back" in response.content.decode()
     assert api.get(f"/v1/facts/{waiting.fact_id}", **world.app.headers).status_code == 404
     assert api.get("/v1/facts", **world.app.headers).json()["facts"] == []
+
+
+def test_a_console_approve_during_the_persons_erasure_lands_nothing(api, world, agent_run, console):
+    # given: a memory waiting, then an erasure of its person began
+    approval_id = _pending(api, agent_run, "Always greet her in Portuguese.")
+    factories.hold_create(world.tenant, "participant", "participant-1")
+    # when: the reviewer approves it in the console
+    response = console.post(f"{QUEUE}{approval_id}/decide/", {"decision": "approve"}, follow=True)
+    # then: nothing lands for the person; it still waits for the erasure to remove it
+    assert response.status_code in (200, 404)
+    assert Approval.objects.get(pk=approval_id).status == ApprovalStatus.PENDING
+    assert not Revision.objects.filter(review=None).exists()
