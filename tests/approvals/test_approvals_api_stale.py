@@ -82,6 +82,11 @@ def test_after_an_apps_edit_approving_answers_stale_approval_and_the_edit_stays(
         "current_version": edited["version"],
         "change": "changed",
     }
+    # and the queue says so before anyone tries: the approval is listed as stale, and why
+    listed = api.get("/v1/approvals", **reviewer.key.headers).json()["approvals"]
+    [row] = [a for a in listed if a["id"] == w.approval_id]
+    assert row["base_version"] == 1
+    assert row["stale"] == {**body["details"], "message": body["message"]}
     # and the app's edit is what every reader reads; nothing was written
     assert read(api, world.app, w.fact_id).json()["content"] == edited["content"]
     assert edited["content"]["text"] == "Tea, no sugar."
@@ -184,6 +189,8 @@ def test_a_value_approved_first_makes_another_computed_beside_it_stale(
 
 def test_a_fresh_waiting_value_with_no_write_since_approves(api, world, reviewer, waiting):
     w = waiting
+    listed = api.get("/v1/approvals", **reviewer.key.headers).json()["approvals"]
+    assert [(a["id"], a["base_version"], a["stale"]) for a in listed] == [(w.approval_id, 1, None)]
     response = approve(api, reviewer, w.approval_id)
     assert response.status_code == 200, response.json()
     assert response.json()["status"] == "approved"
