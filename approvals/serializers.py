@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from api import fields
@@ -64,8 +65,19 @@ class FindingOutput(serializers.Serializer):
     match = serializers.CharField()
 
 
+class StaleOutput(serializers.Serializer):
+    """Why approving is refused now (`stale-approval`): the fact moved on since the memory was
+    computed from `base_version`."""
+
+    base_version = serializers.IntegerField(allow_null=True)
+    current_version = serializers.IntegerField(allow_null=True)
+    change = serializers.ChoiceField(choices=["changed", "deleted", "erased"])
+    message = serializers.CharField()
+
+
 class ApprovalOutput(serializers.Serializer):
-    """Needs `revision__fact` selected and `revision__subjects` prefetched."""
+    """Needs `revision__fact` selected and `revision__subjects` prefetched; `stale` is read
+    from the approval's `staleness` where the view set it (a page of the queue)."""
 
     id = serializers.UUIDField()
     status = serializers.ChoiceField(choices=ApprovalStatus.choices)
@@ -81,10 +93,20 @@ class ApprovalOutput(serializers.Serializer):
     note = serializers.CharField(allow_blank=True)
     fact = FactOutput(source="revision")
     verified_revision_id = serializers.UUIDField(allow_null=True)
+    # the version of the fact the memory was computed from (None: a new fact)
+    base_version = serializers.IntegerField(source="revision.base_version", allow_null=True)
+    stale = serializers.SerializerMethodField()
 
     def get_agent_id(self, approval: Approval) -> str:
         # the revision's attribution names the agent even when its row has gone
         return approval.revision.attributed_id
+
+    @extend_schema_field(StaleOutput(allow_null=True))
+    def get_stale(self, approval: Approval) -> dict[str, Any] | None:
+        staleness = getattr(approval, "staleness", None)
+        if staleness is None:
+            return None
+        return {**staleness.details(), "message": staleness.message}
 
 
 class ApprovalListOutput(serializers.Serializer):

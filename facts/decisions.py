@@ -44,6 +44,7 @@ from facts.revisions import (
 from facts.scopes import (
     persons_of_write,
 )
+from facts.stale import check_not_stale
 from facts.write_policy import type_content_schema
 from facts.writes import Outcome, WriteResult, queued_for_review
 from kindmem.access import Principal, PrincipalKind, Readers
@@ -110,6 +111,7 @@ def fact_propose(
         supersedes=None,  # linked by `revision_approve`, if a reviewer approves it
         trust=Trust.UNVERIFIED,
         review=Review.PENDING,
+        base_version=current.version,  # approving it is a compare-and-swap (`facts.stale`)
         embedded=embedded,
         now=now,
     ).revision
@@ -177,14 +179,29 @@ def fact_verify(
     return WriteResult(written.revision, Outcome.VERIFIED, stored=written.stored)
 
 
+def fact_lock(*, tenant_id: uuid.UUID, fact_id: uuid.UUID) -> None:
+    """Take the fact's row lock, as every writer of it does, before a decision claims its
+    approval: a decision then takes its locks in the writers' order (fact, then approval) and
+    never deadlocks with a `remember` that closes the approvals of the slot it writes."""
+    Fact.objects.select_for_update().filter(tenant_id=tenant_id, pk=fact_id).values_list(
+        "pk", flat=True
+    ).first()
+
+
 @transaction.atomic
 def revision_approve(*, tenant_id: uuid.UUID, revision_id: uuid.UUID, by: str) -> Revision:
     """A reviewer approved a pending revision: it becomes the fact's current revision as it is
     (still `unverified`), and the approved value it waited beside is invalidated `superseded`
     (by the reviewer), in this one transaction. Its record time (`created_at`) becomes now:
     until now no read, as-of reads included, could see it. It takes the next version when
-    another writer numbered one meanwhile. A revision that is no longer pending and current is
-    a `conflict`."""
+    another writer numbered one meanwhile (a value waiting beside it, never approved).
+
+    A compare-and-swap (`facts.stale`): when the fact moved on since the revision was computed
+    (edited, patched, verified, another value approved, deleted, erased), it is refused
+    (`stale-approval`) and nothing changes; checked under the fact's row lock, which every
+    writer of the fact takes, so no write comes between the check and the swap. A revision that
+    is no longer pending and current is a `conflict`; one about a person whose erasure runs is
+    `erasure-in-progress` (nothing lands for them meanwhile)."""
     fact_id = (
         Revision.objects.filter(tenant_id=tenant_id, pk=revision_id)
         .values_list("fact_id", flat=True)
@@ -206,6 +223,8 @@ def revision_approve(*, tenant_id: uuid.UUID, revision_id: uuid.UUID, by: str) -
     )
     if fact is None or waiting is None:
         raise Conflict("This memory is no longer waiting for review (replaced or erased).")
+    assert_not_held(tenant_id, persons_of_write(fact, subjects_of(waiting)))
+    check_not_stale(waiting)
     now = timezone.now()
     approved = Revision.objects.filter(
         tenant_id=tenant_id, fact=fact, invalidated_at__isnull=True, review__isnull=True

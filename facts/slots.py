@@ -208,6 +208,9 @@ def slot_write(
                 supersedes=replaced,
                 trust=Trust.UNVERIFIED,
                 review=Review.PENDING if pending else None,
+                # the approved value a waiting one would replace (`facts.stale`); None: the
+                # slot has none now, and approving it is refused only if one appears meanwhile
+                base_version=approved.version if pending and approved is not None else None,
                 now=now,
             ).revision
     except IntegrityError:

@@ -158,6 +158,8 @@ def fact_supersede(
         verified=carried.verified,
         review=Review.PENDING if waits else None,
         approved_at=carried.approved_at,
+        # what approving it compares and swaps (`facts.stale`): a patch's base above all
+        base_version=current.version if waits else None,
         embedded=embedded,
         now=now,
         read_back=True,  # what the response renders, read in the write's round trip

@@ -198,6 +198,11 @@ class Revision(models.Model):
     # the API's `review: approved` (`review_state`). `review` itself stays NULL once approved,
     # which is what every read and the one-current-revision index look for.
     approved_at = models.DateTimeField(null=True, blank=True)
+    # A value written to wait for review: the version of the fact's approved value it was
+    # computed from (a merge patch's base, the slot value it would replace), None when the fact
+    # had none. Approving it is a compare-and-swap on it (`facts.stale`): a fact that moved on
+    # since (edited, patched, verified, deleted, erased) is never overwritten by it.
+    base_version = models.PositiveIntegerField(null=True, blank=True)
     # Retention override (the seed's Retention); tenant policy supplies the defaults.
     keep_days = models.PositiveIntegerField(null=True, blank=True)
     keep_until = models.DateTimeField(null=True, blank=True)
@@ -270,6 +275,10 @@ class Revision(models.Model):
             models.CheckConstraint(
                 condition=Q(review__isnull=True) | Q(approved_at__isnull=True),
                 name="revision_pending_not_approved",
+            ),
+            models.CheckConstraint(
+                condition=Q(base_version__isnull=True) | Q(base_version__lt=models.F("version")),
+                name="revision_base_version_before",
             ),
             models.CheckConstraint(
                 condition=Q(embedding_state__in=EmbeddingState.values),

@@ -645,7 +645,10 @@ export interface components {
             approvals: components["schemas"]["ApprovalOutput"][];
             next_cursor: string | null;
         };
-        /** @description Needs `revision__fact` selected and `revision__subjects` prefetched. */
+        /**
+         * @description Needs `revision__fact` selected and `revision__subjects` prefetched; `stale` is read
+         *     from the approval's `staleness` where the view set it (a page of the queue).
+         */
         ApprovalOutput: {
             /** Format: uuid */
             id: string;
@@ -667,6 +670,8 @@ export interface components {
             fact: components["schemas"]["FactOutput"];
             /** Format: uuid */
             verified_revision_id: string | null;
+            base_version: number | null;
+            readonly stale: components["schemas"]["StaleOutput"] | null;
         };
         /** @description Rejects fields it does not declare, naming them: a typo is an error, not a no-op. */
         ApproveInputRequest: {
@@ -756,6 +761,13 @@ export interface components {
                 [key: string]: boolean;
             };
         };
+        /**
+         * @description * `changed` - changed
+         *     * `deleted` - deleted
+         *     * `erased` - erased
+         * @enum {string}
+         */
+        ChangeEnum: "changed" | "deleted" | "erased";
         /** @description Rejects fields it does not declare, naming them: a typo is an error, not a no-op. */
         DecisionInputRequest: {
             /** @default  */
@@ -1562,6 +1574,16 @@ export interface components {
             /** Format: uuid */
             project_id?: string;
             segments_prefix?: string[];
+        };
+        /**
+         * @description Why approving is refused now (`stale-approval`): the fact moved on since the memory was
+         *     computed from `base_version`.
+         */
+        StaleOutput: {
+            base_version: number | null;
+            current_version: number | null;
+            change: components["schemas"]["ChangeEnum"];
+            message: string;
         };
         /**
          * @description * `pending` - waiting for a reviewer
