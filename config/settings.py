@@ -82,6 +82,8 @@ AGENT_WRITE_REVIEW = "approvals.agent_review.reviewer"
 AFTER_APPEND_HOOKS = ["extraction.services.extraction_after_append"]
 
 MIDDLEWARE = [
+    # first: every request counts, those a later middleware answers (413, 429) included
+    "config.metrics.MetricsMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "api.limits.BodySizeLimitMiddleware",
     "api.limits.CredentialConcurrencyMiddleware",
@@ -325,6 +327,9 @@ if EMBEDDER == "openai" and not (EMBEDDER_URL and EMBEDDER_MODEL):
 # Extraction (extraction/provider.py): memories proposed from conversations by the operator's
 # own chat model, any OpenAI-compatible `/v1/chat/completions` server (vLLM, Ollama, llama.cpp,
 # LiteLLM, OpenAI). Unset: extraction answers `extraction-unavailable`; nothing is downloaded.
+# /metrics (config/metrics.py) answers this Bearer credential only; unset, it is not served
+METRICS_TOKEN = os.environ.get("KINDMEM_METRICS_TOKEN", "")
+
 LLM_URL = os.environ.get("KINDMEM_LLM_URL", "")
 LLM_MODEL = os.environ.get("KINDMEM_LLM_MODEL", "")
 LLM_API_KEY = os.environ.get("KINDMEM_LLM_API_KEY", "")
