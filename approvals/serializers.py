@@ -11,7 +11,7 @@ from api import fields
 from api.fields import PatternField, StrictSerializer, TextField
 from approvals.models import Approval, ApprovalStatus
 from facts.review import REASONS
-from facts.serializers import FactOutput
+from facts.serializers import WRITE_STATUSES, FactOutput, write_status
 
 # A hard cap before the service's own limit (KINDMEM_REMEMBER_MAX_CHARS) answers clearly.
 MAX_TEXT_INPUT = 100_000
@@ -35,6 +35,10 @@ class RememberOutput(serializers.Serializer):
     """The seed's RememberFactResult, snake_case."""
 
     outcome = serializers.ChoiceField(choices=["created", "superseded", "replayed"])
+    status = serializers.ChoiceField(
+        choices=WRITE_STATUSES,
+        help_text="stored: readable now; pending-review: waits for a person, read by no one.",
+    )
     fact = FactOutput()
     approval_id = serializers.UUIDField(allow_null=True)
     review = ReviewOutput(allow_null=True)
@@ -119,6 +123,7 @@ def remember_body(remembered: Any) -> dict[str, Any]:
     return RememberOutput(
         {
             "outcome": remembered.result.outcome,
+            "status": write_status(remembered.result.revision),
             "fact": remembered.result.revision,
             "approval_id": approval.id if approval else None,
             "review": {"reasons": approval.reasons} if approval else None,

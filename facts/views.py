@@ -42,6 +42,7 @@ from facts.serializers import (
     FactVerifyInput,
     FactWriteOutput,
     RevisionListOutput,
+    write_status,
 )
 from kindmem.access import Principal, readers_for
 from kindmem.permissions import principal_of
@@ -114,6 +115,7 @@ def _write_response(
     view.audit.query_snapshot = {"outcome": result.outcome, "version": revision.version}
     body = {
         "outcome": result.outcome,
+        "status": write_status(revision),
         "fact": revision,
         "approval_id": result.approval_id,
         "review": {"reasons": result.reasons} if result.reasons else None,

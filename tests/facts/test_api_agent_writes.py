@@ -50,6 +50,7 @@ def test_hole_4_a_runs_tenant_wide_fact_waits_for_review_and_no_other_run_reads_
     assert fact["review"] == "pending"
     assert fact["attributed_to"]["kind"] == "agent"
     assert body["review"] == {"reasons": ["wide-scope"]}
+    assert (body["outcome"], body["status"]) == ("created", "pending-review")
     approval = Approval.objects.get(pk=body["approval_id"])
     assert (approval.status, approval.reasons) == (ApprovalStatus.PENDING, ["wide-scope"])
     assert approval.run_id == run.run.id

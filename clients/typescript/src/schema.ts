@@ -1078,6 +1078,13 @@ export interface components {
         };
         FactWriteOutput: {
             outcome: components["schemas"]["FactWriteOutputOutcomeEnum"];
+            /**
+             * @description stored: readable now; pending-review: waits for a person, read by no one.
+             *
+             *     * `stored` - stored
+             *     * `pending-review` - pending-review
+             */
+            status: components["schemas"]["StatusDe8Enum"];
             fact: components["schemas"]["FactOutput"];
             /** Format: uuid */
             approval_id: string | null;
@@ -1424,6 +1431,13 @@ export interface components {
         /** @description The seed's RememberFactResult, snake_case. */
         RememberOutput: {
             outcome: components["schemas"]["RememberOutputOutcomeEnum"];
+            /**
+             * @description stored: readable now; pending-review: waits for a person, read by no one.
+             *
+             *     * `stored` - stored
+             *     * `pending-review` - pending-review
+             */
+            status: components["schemas"]["StatusDe8Enum"];
             fact: components["schemas"]["FactOutput"];
             /** Format: uuid */
             approval_id: string | null;
@@ -1585,6 +1599,12 @@ export interface components {
             change: components["schemas"]["ChangeEnum"];
             message: string;
         };
+        /**
+         * @description * `stored` - stored
+         *     * `pending-review` - pending-review
+         * @enum {string}
+         */
+        StatusDe8Enum: "stored" | "pending-review";
         /**
          * @description * `pending` - waiting for a reviewer
          *     * `approved` - approved: readable, still unverified

@@ -105,6 +105,7 @@ __all__ = [
     "SearchScopeInput",
     "SelectionInput",
     "Stale",
+    "StatusDe8Enum",
     "StatusEnum",
     "Subject",
     "SubjectInput",
@@ -496,6 +497,7 @@ class FactVerifyInput(TypedDict):
 
 class FactWrite(TypedDict):
     outcome: FactWriteOutputOutcomeEnum
+    status: StatusDe8Enum
     fact: Fact
     approval_id: str | None
     review: ReviewReasons | None
@@ -749,6 +751,7 @@ class Remember(TypedDict):
     """The seed's RememberFactResult, snake_case."""
 
     outcome: RememberOutputOutcomeEnum
+    status: StatusDe8Enum
     fact: Fact
     approval_id: str | None
     review: Review | None
@@ -895,6 +898,9 @@ class Stale(TypedDict):
     current_version: int | None
     change: ChangeEnum
     message: str
+
+
+StatusDe8Enum = Literal["stored", "pending-review"]
 
 
 StatusEnum = Literal["pending", "approved", "rejected", "verified", "superseded"]
