@@ -56,7 +56,7 @@ from facts.scopes import (
 from facts.write_policy import write_policy_query
 from facts.writes import Outcome, WriteResult, queued_for_review
 from kindmem.access import Principal, PrincipalKind, Readers
-from kindmem.holds import assert_not_held
+from kindmem.holds import assert_not_held, frozen
 
 
 @service_atomic
@@ -220,7 +220,8 @@ def revision_approve(*, tenant_id: uuid.UUID, revision_id: uuid.UUID, by: str) -
     # included: its waiting value is no longer waiting
     fact = (
         Fact.objects.select_for_update()
-        .filter(tenant_id=tenant_id, pk=fact_id, frozen_at__isnull=True)
+        .filter(tenant_id=tenant_id, pk=fact_id)
+        .exclude(frozen())
         .first()
         if fact_id is not None
         else None
@@ -257,6 +258,7 @@ def revision_reject(*, tenant_id: uuid.UUID, revision_id: uuid.UUID, by: str) ->
     revision = (
         Revision.objects.select_for_update()
         .filter(tenant_id=tenant_id, pk=revision_id, review=Review.PENDING)
+        .exclude(frozen("fact__"))  # a frozen fact is written by nobody, a reviewer included
         .first()
     )
     if revision is None:

@@ -39,7 +39,7 @@ from facts.revisions import Draft, embed_for_write, next_version, write_revision
 from facts.scopes import SubjectInput, default_subjects, persons_of_write, resolve_scope
 from facts.write_policy import write_policy_query
 from kindmem.access import Principal
-from kindmem.holds import assert_not_held
+from kindmem.holds import assert_not_held, frozen
 from kindmem.models import Run
 
 
@@ -90,8 +90,8 @@ def _slot_holder(
     return (
         Fact.objects.select_for_update()
         .of_tenant(tenant_id)
-        # a frozen fact (kept under legal hold after an erasure) is written by nobody
-        .filter(type=type, key=key, frozen_at__isnull=True, **same, **empty)
+        .filter(type=type, key=key, **same, **empty)
+        .exclude(frozen())  # kept under legal hold after an erasure: written by nobody
         .filter(Exists(filled_by_agent), Exists(current))
         .order_by("created_at", "id")
         .first()

@@ -569,6 +569,14 @@ def test_a_legally_held_fact_of_an_erased_person_is_frozen_but_exported(ctx: Ctx
         retention=RetentionInput(legal_hold=True),
     )
     _baseline(ctx, app, content={"text": "zqfrozen small talk"})
+    # and a run's new value of the held fact, waiting for a reviewer (the app asserted it)
+    waiting = ctx.api.post(
+        f"/v1/facts/{held_id}/supersede",
+        {"content": {"text": "zqfrozen new terms"}},
+        format="json",
+        **ctx.creds["run"].headers,
+    ).json()
+    assert waiting["review"]["reasons"] == ["asserted-overwrite"]
     # when: the person is erased, to the end
     request = erasure_start(
         tenant_id=ctx.world.tenant.id,
@@ -611,7 +619,17 @@ def test_a_legally_held_fact_of_an_erased_person_is_frozen_but_exported(ctx: Ctx
         ctx.api.delete(url, **admin.headers),
     ]
     assert [a.status_code for a in attempts] == [404] * 4
+    # and no reviewer lands the value that waited beside it, nor rejects it
+    for decision in ("approve", "reject"):
+        decided = ctx.api.post(
+            f"/v1/approvals/{waiting['approval_id']}/{decision}",
+            {},
+            format="json",
+            **admin.headers,
+        )
+        assert decided.status_code in (404, 409), decided.json()
     assert _counts() == before
+    assert Revision.objects.filter(fact_id=held_id, invalidated_at__isnull=True).count() == 2
     # and the privacy officer's access export still holds it, with its hold
     document = access_export_document(
         ErasureTarget(ctx.world.tenant.id, "participant", "participant-1")
