@@ -31,7 +31,7 @@ from facts.models.choices import (
 from facts.models.fact import Fact
 from facts.models.subject import Subject
 from kindmem.guards import fact_guard
-from kindmem.holds import held_among, held_condition
+from kindmem.holds import frozen, held_among, held_condition
 from kindmem.models import Run, Tenant
 from retrieval.fulltext import TEXT_CONFIG
 
@@ -68,10 +68,12 @@ class RevisionQuerySet(models.QuerySet["Revision"]):
     def readable_by(self, readers: Readers) -> RevisionQuerySet:
         """Revisions of facts whose scope `readers` may read (the seed's `isReadableBy`,
         compiled to SQL), excluding any whose fact's scope person or whose subjects an
-        erasure in progress holds. Apply before any LIMIT."""
+        erasure in progress holds, and any of a fact frozen after an erasure. Apply before any
+        LIMIT."""
         return (
             self.filter(fact_guard(readers, "fact__"))
             .exclude(held_condition("fact__"))
+            .exclude(frozen("fact__"))
             .exclude(_held_subject())
         )
 
