@@ -16,6 +16,7 @@ from extraction.models import (
 from facts.models import Revision
 from facts.services import fact_create
 from tests import factories
+from tests.extraction.chat_server import shown
 from tests.extraction.conftest import (
     NOTHING,
     Reply,
@@ -139,15 +140,35 @@ def test_an_answer_naming_another_tenants_memory_is_refused(llm, declared, conve
     assert (job.status, job.error_code) == (JobStatus.REFUSED, "unknown-memory")
 
 
-def test_a_write_refused_midway_rolls_back_the_whole_answer(llm, declared):
-    # given a conversation with no participant: a participant type cannot be filled in it
-    conversation_create(declared, "conv-u", ("user", "Remember that I like tea."))
-    llm.answer(lambda shown: [add("note", "Likes tea.", [1]), add("preference", "Likes tea.", [1])])
+def test_a_write_refused_midway_rolls_back_the_whole_answer(llm, declared, conversation):
+    # given a type whose declared schema keeps its texts short: the second write is refused
+    short = {"type": "object", "properties": {"text": {"type": "string", "maxLength": 12}}}
+    declared.agent.memory_declarations = [
+        *declared.agent.memory_declarations,
+        {"type": "tag", "scope": "same-project", "keep_days": 30, "schema": short},
+    ]
+    declared.agent.save()
+    llm.answer(
+        lambda shown: [add("note", "Likes tea.", [1]), add("tag", "Likes tea in the morning.", [1])]
+    )
     before = revisions(declared)
-    job = run_task(requested(declared, "conv-u"))
+    job = run_task(requested(declared))
     assert (job.status, job.error_code) == (JobStatus.REFUSED, "invalid-fact")
     assert "Decision 2" in job.error
     assert revisions(declared) == before
+
+
+def test_a_type_the_conversation_has_no_place_for_is_not_offered_to_the_model(llm, declared):
+    # given a conversation with no participant: a participant type has no place in it
+    conversation_create(declared, "conv-u", ("user", "Remember that I like tea."))
+    job = run_task(requested(declared, "conv-u"))
+    [chat] = llm.chats
+    offered = sorted(t["type"] for t in shown(chat["json"])["memory_types"])
+    assert offered == ["insight", "note"]
+    assert chat["json"]["response_format"]["json_schema"]["schema"]["properties"]["decisions"][
+        "items"
+    ]["properties"]["type"]["enum"] == ["insight", "note", None]
+    assert job.status == JobStatus.APPLIED
 
 
 def test_a_person_under_erasure_gets_nothing_extracted(llm, declared, conversation):
