@@ -24,6 +24,12 @@ from recall.models import Conversation, Message, Role
 from recall.tasks import embed_messages
 
 MAX_TEXT_CHARS = 20_000
+# What an app appending to a conversation it may not write to, or to one that does not exist
+# without naming what creates it, is answered alike.
+NO_SUCH_CONVERSATION = (
+    "No such conversation: an app's first write to a conversation creates it, naming agent_id "
+    "and project_id."
+)
 MAX_BATCH = 100
 
 
@@ -183,10 +189,7 @@ def _new_conversation(
     if principal.kind != PrincipalKind.APP:
         raise Forbidden("Only a run token or an app credential appends messages.")
     if start.agent_id is None or start.project_id is None:
-        raise ValidationFailed(
-            "A new conversation needs agent_id and project_id.",
-            details={"conversation_id": conversation_id},
-        )
+        raise NotFound(NO_SUCH_CONVERSATION)  # as another project's: `_check_may_write`
     # checked before: its project is one of the app's, and it names no Kindgi user
     agent = Agent.objects.filter(tenant_id=principal.tenant_id, agent_id=start.agent_id).first()
     if agent is None:
@@ -226,9 +229,9 @@ def _check_may_write(
         readers_for(principal)
     )
     if not readable.exists():
-        # as a conversation that does not exist: an answer of its own would tell an app that
-        # another project's conversation id is taken
-        raise NotFound("No such conversation.")
+        # as a conversation that does not exist (appended to without naming agent and
+        # project): an answer of its own would tell an app another project's id is taken
+        raise NotFound(NO_SUCH_CONVERSATION)
     mismatched = {
         name: given
         for name, given, actual in [
