@@ -11,13 +11,14 @@ the tokens, check the answer, and apply its decisions in one transaction, or ref
    (`kindmem.services.acting_for`), so that is never more than the asker may read and write
    itself. Nothing is extracted about a person an erasure holds.
 3. **Ask** the model (outside any transaction: no lock waits on the network), and count the
-   tokens it reports, whatever the answer turns out to be.
+   tokens it reports, whatever the answer turns out to be; counts that cannot be right are
+   metered at the estimate and fail the job (`model-failed`, `extraction.metering`).
 4. **Check** the answer (`extraction.answers`); **apply** every decision through the writes
    an agent's own memories take (`remember` for an add, `fact_propose` for an update: always a
    proposed supersede for a reviewer), the decisions' rows (one per (conversation, range,
    decision): a unique key) and the watermark in one transaction. A write that is refused
-   (a held person, a type's schema, a scope the conversation cannot fill) rolls all of it back:
-   the job is refused, recorded, and its range may be extracted again.
+   (a held person, a type's schema) rolls all of it back: the job is refused, recorded, and
+   its range may be extracted again.
 """
 
 from __future__ import annotations
