@@ -76,9 +76,9 @@ def extraction_request(*, principal: Principal, conversation_id: str) -> Opened:
 def extraction_after_append(*, conversation: Conversation, principal: Principal) -> None:
     """After `principal` appended a batch of messages: extract them, as far as it may read and
     write (as `extraction_request`), when a chat model is configured and the tenant's settings
-    name the conversation's agent (`extract_after_append`). Inside
-    the append's transaction, in a savepoint of its own: what cannot be queued now (a cap, a
-    held person, no declared types) is logged and left for the next batch; the append stands."""
+    name the conversation's agent (`extract_after_append`). Inside the append's transaction,
+    in a savepoint of its own: what cannot be queued now (a cap, a held person, no declared
+    types) is logged and left for the next batch; the append stands."""
     if get_provider() is None:
         return  # no model: no query either, so an append costs what it did without extraction
     agents = (
