@@ -77,6 +77,15 @@ def remember_scope(declaration: declarations.MemoryDeclaration, run: Run) -> dic
     return {}  # tenant
 
 
+def remember_fills(declaration: declarations.MemoryDeclaration, run: Run) -> bool:
+    """Whether this run has a place for memories of the declared type (`remember_scope`)."""
+    try:
+        remember_scope(declaration, run)
+    except InvalidFact:
+        return False
+    return True
+
+
 def remember_subjects(run: Run) -> list[SubjectInput]:
     """Whom a remembered fact is about: the conversation's end user, else the run's user."""
     if run.participant_id:

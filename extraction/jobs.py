@@ -11,7 +11,7 @@ from django.conf import settings
 
 from extraction.metering import quota_check
 from extraction.models import ConversationExtraction, ExtractionJob
-from kindmem.services import run_start_internal
+from kindmem.services import Acting, run_start_internal
 from recall.models import Conversation
 
 
@@ -33,11 +33,13 @@ def watermark_lock(conversation: Conversation) -> ConversationExtraction:
     return ConversationExtraction.objects.select_for_update().get(conversation=conversation)
 
 
-def job_open(*, conversation: Conversation, requested_by: str) -> Opened:
+def job_open(*, conversation: Conversation, acting: Acting, requested_by: str) -> Opened:
     """The conversation's queued or running job if it has one; else a new one for the messages
     after the watermark (at most KINDMEM_EXTRACTION_MAX_MESSAGES of them, the oldest first),
-    with the run it writes as; else (nothing new) none. `extraction-quota` when a cap is
-    reached. Call it inside a transaction: the watermark stays locked until it ends."""
+    with the run it writes as, made for `acting` (the conversation's containers that whoever
+    asked stands for: `kindmem.services.acting_for`); else (nothing new) none.
+    `extraction-quota` when a cap is reached. Call it inside a transaction: the watermark stays
+    locked until it ends."""
     mark = watermark_lock(conversation)
     last = Conversation.objects.filter(pk=conversation.pk).values_list("last_sequence", flat=True)
     last_sequence = last.get()
@@ -53,14 +55,13 @@ def job_open(*, conversation: Conversation, requested_by: str) -> Opened:
     if first > last_sequence:
         return Opened(None, False, mark.extracted_through, last_sequence)
     quota_check(tenant_id=conversation.tenant_id, mark=mark)
-    assert conversation.project_id is not None  # the caller refuses a conversation without one
     run = run_start_internal(
         tenant_id=conversation.tenant_id,
         agent=conversation.agent,
-        project_id=conversation.project_id,
-        participant_id=conversation.participant_id,
-        user_id=conversation.user_id,
-        thread_id=conversation.thread_id,
+        project_id=acting.project_id,
+        participant_id=acting.participant_id,
+        user_id=acting.user_id,
+        thread_id=acting.thread_id,
     )
     job = ExtractionJob.objects.create(
         tenant_id=conversation.tenant_id,

@@ -29,6 +29,7 @@ from urllib.parse import urlsplit
 from django.conf import settings
 
 from api.errors import ExtractionUnavailable
+from extraction.metering import usage_counted
 
 logger = logging.getLogger(__name__)
 
@@ -45,7 +46,8 @@ class ChatFailed(Exception):
 @dataclass(frozen=True)
 class Completion:
     """What the model answered: its text (or its refusal), and the tokens the provider counted
-    (`usage`; estimated from the characters, and said so, when a server reports none)."""
+    (`usage`; estimated from the characters, and said so, when a server reports none or
+    reports nonsense)."""
 
     text: str
     tokens_in: int
@@ -55,16 +57,14 @@ class Completion:
     refusal: str | None = None
     truncated: bool = False  # finish_reason "length": the answer was cut off
     usage_estimated: bool = False
+    # the server's counts were not believed (`extraction.metering.usage_counted`): the job fails
+    usage_invalid: str | None = None
 
 
 def api_base(url: str) -> str:
     """The `openai` client's base URL: `{url}/v1`, accepting a URL given with its `/v1`."""
     base = url.rstrip("/")
     return base if base.endswith("/v1") else f"{base}/v1"
-
-
-def _estimate_tokens(text: str) -> int:
-    return max(1, len(text) // 4)
 
 
 class ChatProvider:
@@ -156,21 +156,22 @@ class ChatProvider:
         text = (message.content or "")[:MAX_ANSWER_CHARS]
         refusal = getattr(message, "refusal", None)
         usage = getattr(response, "usage", None)
-        tokens_in = getattr(usage, "prompt_tokens", None) if usage is not None else None
-        tokens_out = getattr(usage, "completion_tokens", None) if usage is not None else None
-        estimated = not isinstance(tokens_in, int) or not isinstance(tokens_out, int)
-        if estimated:
-            tokens_in = _estimate_tokens(system + user)
-            tokens_out = _estimate_tokens(text)
+        counted = usage_counted(
+            getattr(usage, "prompt_tokens", None),
+            getattr(usage, "completion_tokens", None),
+            asked=system + user,
+            answer=text,
+        )
         return Completion(
             text=text,
-            tokens_in=int(tokens_in or 0),
-            tokens_out=int(tokens_out or 0),
+            tokens_in=counted.tokens_in,
+            tokens_out=counted.tokens_out,
             model=str(getattr(response, "model", None) or self.model),
             response_format=mode,
             refusal=refusal if isinstance(refusal, str) and refusal else None,
             truncated=choice.finish_reason == "length",
-            usage_estimated=estimated,
+            usage_estimated=counted.estimated,
+            usage_invalid=counted.invalid,
         )
 
     def probe(self, *, timeout_seconds: float) -> None:

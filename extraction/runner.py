@@ -6,16 +6,19 @@ the tokens, check the answer, and apply its decisions in one transaction, or ref
    claimed or finished does nothing; `attempts` is the claim's token, so a worker that lost its
    claim to a resumed one writes nothing when it comes back.
 2. **Read** the range's messages (user and agent; tool messages are never shown), the agent's
-   declared types and the memories the job's run may read (`extraction.memories`). Nothing is
-   extracted about a person an erasure holds.
+   declared types that the job's run has a place for, and the memories the job's run may read
+   (`extraction.memories`). The run is one whoever asked could have minted
+   (`kindmem.services.acting_for`), so that is never more than the asker may read and write
+   itself. Nothing is extracted about a person an erasure holds.
 3. **Ask** the model (outside any transaction: no lock waits on the network), and count the
-   tokens it reports, whatever the answer turns out to be.
+   tokens it reports, whatever the answer turns out to be; counts that cannot be right are
+   metered at the estimate and fail the job (`model-failed`, `extraction.metering`).
 4. **Check** the answer (`extraction.answers`); **apply** every decision through the writes
    an agent's own memories take (`remember` for an add, `fact_propose` for an update: always a
    proposed supersede for a reviewer), the decisions' rows (one per (conversation, range,
    decision): a unique key) and the watermark in one transaction. A write that is refused
-   (a held person, a type's schema, a scope the conversation cannot fill) rolls all of it back:
-   the job is refused, recorded, and its range may be extracted again.
+   (a held person, a type's schema) rolls all of it back: the job is refused, recorded, and
+   its range may be extracted again.
 """
 
 from __future__ import annotations
@@ -32,7 +35,7 @@ from django.db.models import F, Q
 from django.utils import timezone
 
 from api.errors import ErasureInProgress, ExtractionQuota, ExtractionUnavailable, KindmemError
-from approvals.remember import memory_remember, remember_scope
+from approvals.remember import memory_remember, remember_fills, remember_scope
 from audit.models import Outcome, Phase
 from audit.services import AuditNote, audit_record
 from extraction.answers import MODEL_REFUSAL, TRUNCATED, Checked, Decision, Refused, answer_check
@@ -59,6 +62,7 @@ from facts.services import fact_propose
 from kindmem import declarations
 from kindmem.access import Principal, PrincipalKind, readers_for
 from kindmem.holds import held_subjects
+from kindmem.services import Acting
 from kindmem.subjects import persons_of
 from recall.models import Conversation, Message, Role, message_ref
 
@@ -109,6 +113,9 @@ def extraction_run(*, job_id: str) -> str | None:
             _finish(job, JobStatus.FAILED, MODEL_FAILED, str(exc))
             return None
         _metered(job, completion)
+        if completion.usage_invalid:  # metered at the estimate; the server is not believed
+            _finish(job, JobStatus.FAILED, MODEL_FAILED, completion.usage_invalid, completion)
+            return None
         try:
             checked = _checked(completion, work.prompt)
         except Refused as refused:
@@ -158,6 +165,15 @@ def _prepare(job: ExtractionJob) -> Work:
     declared = declarations.parse(run.agent.memory_declarations)
     if not declared:
         raise Refused(NO_TYPES, f"Agent {run.agent.agent_id!r} declares no memory types.")
+    # Only the types this run has a place for are offered: a person's own type (scope `user`)
+    # is not, when whoever asked does not stand for that person (an app, for a Kindgi user).
+    declared = {t: d for t, d in declared.items() if remember_fills(d, run)}
+    if not declared:
+        raise Refused(
+            NO_TYPES,
+            f"None of agent {run.agent.agent_id!r}'s memory types has a place in this "
+            "conversation for the credential that asked.",
+        )
     mark = ConversationExtraction.objects.get(conversation=conversation)
     try:
         quota_check(tenant_id=job.tenant_id, mark=mark)
@@ -273,7 +289,9 @@ def _apply(
     if last_sequence.get() <= job.last_sequence:
         return None
     try:  # the rest of a long conversation, in the next job
-        opened = job_open(conversation=conversation, requested_by=f"after:{job.id}")
+        opened = job_open(  # as this job's run: what its asker stood for
+            conversation=conversation, acting=Acting.of_run(job.run), requested_by=f"after:{job.id}"
+        )
     except ExtractionQuota:
         return None
     return str(opened.job.id) if opened.created and opened.job is not None else None

@@ -28,6 +28,7 @@ from extraction.tasks import extract_conversation
 from kindmem import declarations
 from kindmem.access import Principal, PrincipalKind, readers_for
 from kindmem.holds import assert_not_held
+from kindmem.services import acting_for
 from kindmem.subjects import persons_of
 from recall.models import Conversation
 
@@ -44,7 +45,11 @@ def extraction_request(*, principal: Principal, conversation_id: str) -> Opened:
     another person's conversation, another project's or tenant's, is `not-found`, like one
     that does not exist). Refused, queueing nothing: a person or conversation under erasure
     (`erasure-in-progress`), no chat model (`extraction-unavailable`), an agent that declares
-    no memory types (`validation-error`), a cap reached (`extraction-quota`)."""
+    no memory types (`validation-error`), a cap reached (`extraction-quota`).
+
+    The job's run is made for the conversation's containers that this credential stands for
+    (`acting_for`, the rule of minting a run): an app's never names a Kindgi user, so the model
+    is shown, and the job writes, nothing of a person's own that the app may not read."""
     if principal.kind not in {PrincipalKind.RUN, PrincipalKind.APP}:
         raise Forbidden("Only a run token or an app credential asks for an extraction.")
     conversation = (
@@ -65,14 +70,15 @@ def extraction_request(*, principal: Principal, conversation_id: str) -> Opened:
         ),
     )
     require_provider()
-    return _opened(conversation, requested_by=principal.id)
+    return _opened(conversation, principal=principal, requested_by=principal.id)
 
 
-def extraction_after_append(*, conversation: Conversation) -> None:
-    """After a batch of messages was appended: extract them, when a chat model is configured
-    and the tenant's settings name the conversation's agent (`extract_after_append`). Inside
-    the append's transaction, in a savepoint of its own: what cannot be queued now (a cap, a
-    held person, no declared types) is logged and left for the next batch; the append stands."""
+def extraction_after_append(*, conversation: Conversation, principal: Principal) -> None:
+    """After `principal` appended a batch of messages: extract them, as far as it may read and
+    write (as `extraction_request`), when a chat model is configured and the tenant's settings
+    name the conversation's agent (`extract_after_append`). Inside the append's transaction,
+    in a savepoint of its own: what cannot be queued now (a cap, a held person, no declared
+    types) is logged and left for the next batch; the append stands."""
     if get_provider() is None:
         return  # no model: no query either, so an append costs what it did without extraction
     agents = (
@@ -92,12 +98,12 @@ def extraction_after_append(*, conversation: Conversation) -> None:
                     thread_id=conversation.thread_id,
                 ),
             )
-            _opened(conversation, requested_by="after-append")
-    except (ErasureInProgress, ExtractionQuota, ValidationFailed) as exc:
+            _opened(conversation, principal=principal, requested_by="after-append")
+    except (ErasureInProgress, ExtractionQuota, Forbidden, ValidationFailed) as exc:
         logger.info("no extraction after the append to %s: %s", conversation.thread_id, exc)
 
 
-def _opened(conversation: Conversation, *, requested_by: str) -> Opened:
+def _opened(conversation: Conversation, *, principal: Principal, requested_by: str) -> Opened:
     agent = conversation.agent
     if not declarations.parse(agent.memory_declarations):
         raise ValidationFailed(
@@ -106,7 +112,14 @@ def _opened(conversation: Conversation, *, requested_by: str) -> Opened:
         )
     if conversation.project_id is None:
         raise ValidationFailed("A conversation without a project has no run to extract as.")
-    opened = job_open(conversation=conversation, requested_by=requested_by)
+    acting = acting_for(
+        principal=principal,
+        project_id=conversation.project_id,
+        participant_id=conversation.participant_id,
+        user_id=conversation.user_id,
+        thread_id=conversation.thread_id,
+    )
+    opened = job_open(conversation=conversation, acting=acting, requested_by=requested_by)
     if opened.created and opened.job is not None:
         # a broker that cannot be reached does not fail the request: resume_extractions sends it
         enqueue_on_commit(

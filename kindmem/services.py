@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterable
+from dataclasses import dataclass
 from datetime import timedelta
+from typing import Any
 
 from django.conf import settings
 from django.db import transaction
@@ -17,7 +19,7 @@ from kindmem.credentials import new_token
 from kindmem.holds import assert_not_held
 from kindmem.models import Agent, ApiKey, ErasureHold, KeyKind, Project, Run, Tenant, User
 from kindmem.subjects import persons_of
-from kindmem.threads import thread_claim
+from kindmem.threads import thread_claim, thread_person
 
 
 @transaction.atomic
@@ -71,6 +73,109 @@ def api_key_revoke(*, key: ApiKey) -> bool:
     return changed == 1
 
 
+def acting_check(
+    *,
+    principal: Principal,
+    project_id: uuid.UUID | str | None = None,
+    participant_id: str | None = None,
+    user_id: uuid.UUID | str | None = None,
+    thread_id: str | None = None,
+) -> None:
+    """`forbidden` unless `principal` stands for everything named (DESIGN rule 1; README's
+    access table): an app for its projects and their end users (participants), never a Kindgi
+    user; a Kindgi user for itself in projects it is a member of, never an end user; a run for
+    its own project, person and thread. The one rule for minting a run (`run_mint`), a
+    conversation's first write (`recall.services`) and an extraction's run (`acting_for`).
+    Only what is named is checked; no id is looked up before it is refused, so a refusal says
+    nothing about whether a person exists. Whose a thread is, is `kindmem.threads`' rule."""
+    if principal.kind == PrincipalKind.APP:
+        assert principal.api_key is not None
+        if project_id is not None and not _key_acts_in(principal.api_key, project_id):
+            raise Forbidden("This app key does not act for that project.")
+        if user_id is not None:
+            raise Forbidden(
+                "An app key acts for its projects' end users (participant_id), never for a "
+                "Kindgi user: a person's runs and conversations are that person's own key's."
+            )
+    elif principal.kind == PrincipalKind.USER:
+        user = principal.user
+        assert user is not None
+        if user_id is not None and str(user_id) != str(user.pk):
+            raise Forbidden("A user credential mints runs for itself only.")
+        if participant_id is not None:
+            raise Forbidden(
+                "A user credential mints runs for itself only, never for an app's end user "
+                "(participant_id)."
+            )
+        if project_id is not None and not user.projects.filter(pk=project_id).exists():
+            raise Forbidden("You are not a member of that project.")
+    elif principal.kind == PrincipalKind.RUN:
+        run = principal.run
+        assert run is not None
+        named = [
+            (project_id, run.project_id),
+            (participant_id, run.participant_id),
+            (user_id, run.user_id),
+            (thread_id, run.thread_id),
+        ]
+        if any(given is not None and str(given) != str(own) for given, own in named):
+            raise Forbidden("A run acts in its own project, for its own person and thread only.")
+    else:
+        raise Forbidden("Only an app, a Kindgi user or a run acts for people.")
+
+
+def _key_acts_in(key: ApiKey, project_id: uuid.UUID | str) -> bool:
+    try:
+        return key.projects.filter(pk=uuid.UUID(str(project_id))).exists()
+    except ValueError:
+        return False
+
+
+@dataclass(frozen=True)
+class Acting:
+    """The containers a run is made for: a project and, where named, a person and a thread."""
+
+    project_id: uuid.UUID
+    participant_id: str | None = None
+    user_id: uuid.UUID | None = None
+    thread_id: str | None = None
+
+    @classmethod
+    def of_run(cls, run: Run) -> Acting:
+        return cls(run.project_id, run.participant_id, run.user_id, run.thread_id)
+
+
+def acting_for(
+    *,
+    principal: Principal,
+    project_id: uuid.UUID,
+    participant_id: str | None,
+    user_id: uuid.UUID | None,
+    thread_id: str | None,
+) -> Acting:
+    """Of these containers (a conversation's), those `principal` stands for (`acting_check`):
+    a run made for them is one `principal` could have minted, so it reads and writes nothing
+    `principal` may not. A person it does not stand for is left out, and so is the thread when
+    it is that person's (a thread belongs to its project and person: `kindmem.threads`).
+    `forbidden` when it does not act in the project at all."""
+    acting_check(principal=principal, project_id=project_id)
+
+    def stands_for(**named: Any) -> bool:
+        try:
+            acting_check(principal=principal, **named)
+        except Forbidden:
+            return False
+        return True
+
+    participant = (
+        participant_id if participant_id and stands_for(participant_id=participant_id) else None
+    )
+    user = user_id if user_id and stands_for(user_id=user_id) else None
+    same_person = thread_person(participant, user) == thread_person(participant_id, user_id)
+    thread = thread_id if thread_id and same_person and stands_for(thread_id=thread_id) else None
+    return Acting(project_id, participant, user, thread)
+
+
 @transaction.atomic
 def run_mint(
     *,
@@ -100,28 +205,10 @@ def run_mint(
     project = Project.objects.filter(tenant_id=tenant_id, pk=project_id).first()
     if project is None:
         raise NotFound("No such project in this tenant.")
-    user = None
-    if principal.kind == PrincipalKind.APP:
-        assert principal.api_key is not None
-        if not principal.api_key.projects.filter(pk=project.pk).exists():
-            raise Forbidden("This app key does not act for that project.")
-        if user_id is not None:
-            raise Forbidden(
-                "An app key mints runs for its projects' end users (participant_id), never for "
-                "a Kindgi user: a person's runs are minted with that person's own key."
-            )
-    else:
-        user = principal.user
-        assert user is not None
-        if user_id is not None and str(user_id) != str(user.pk):
-            raise Forbidden("A user credential mints runs for itself only.")
-        if participant_id is not None:
-            raise Forbidden(
-                "A user credential mints runs for itself only, never for an app's end user "
-                "(participant_id)."
-            )
-        if not user.projects.filter(pk=project.pk).exists():
-            raise Forbidden("You are not a member of that project.")
+    acting_check(
+        principal=principal, project_id=project.pk, participant_id=participant_id, user_id=user_id
+    )
+    user = principal.user if principal.kind == PrincipalKind.USER else None
     assert_not_held(
         tenant_id,
         persons_of(

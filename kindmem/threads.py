@@ -22,7 +22,10 @@ from kindmem.erasure import BatchResult, ErasureTarget, StepPreview
 from kindmem.models import Thread
 
 
-def _person(participant_id: str | None, user_id: uuid.UUID | str | None) -> tuple[str, str] | None:
+def thread_person(
+    participant_id: str | None, user_id: uuid.UUID | str | None
+) -> tuple[str, str] | None:
+    """Whose a thread (or a conversation) is: its participant, else its Kindgi user."""
     if participant_id:
         return ("participant", participant_id)
     if user_id:
@@ -74,7 +77,8 @@ def thread_claim(
     same_project = str(thread.project_id) == str(project_id)
     if not (
         same_project
-        and _person(thread.participant_id, thread.user_id) == _person(participant_id, user_id)
+        and thread_person(thread.participant_id, thread.user_id)
+        == thread_person(participant_id, user_id)
     ):
         raise Forbidden(
             "That thread belongs to another conversation: a run or a conversation names only "
@@ -106,8 +110,8 @@ def thread_check_fact(
         participant_id=participant_id,
         user_id=user_id,
     )
-    person = _person(participant_id, user_id)
-    owner = _person(thread.participant_id, thread.user_id)
+    person = thread_person(participant_id, user_id)
+    owner = thread_person(thread.participant_id, thread.user_id)
     if str(thread.project_id) != str(project_id) or (person is not None and person != owner):
         raise Forbidden(
             "That thread belongs to another conversation: a fact names only a thread of its "

@@ -16,15 +16,18 @@ from django.conf import settings
 from django.utils.module_loading import import_string
 
 if TYPE_CHECKING:
+    from kindmem.access import Principal
     from recall.models import Conversation
 
 
 class AfterAppend(Protocol):
-    def __call__(self, *, conversation: Conversation) -> None: ...
+    def __call__(self, *, conversation: Conversation, principal: Principal) -> None: ...
 
 
-def after_append(*, conversation: Conversation) -> None:
-    """Run the configured hooks for a conversation a batch was just appended to."""
+def after_append(*, conversation: Conversation, principal: Principal) -> None:
+    """Run the configured hooks for a conversation `principal` just appended a batch to (what a
+    hook does for the writer stays within what the writer may do: extraction's run is one it
+    could have minted)."""
     for path in settings.AFTER_APPEND_HOOKS:
         hook: AfterAppend = import_string(path)
-        hook(conversation=conversation)
+        hook(conversation=conversation, principal=principal)

@@ -15,7 +15,8 @@ from api.errors import Forbidden, NotFound, ValidationFailed
 from embeddings.budget import embed_within_budget
 from kindmem.access import Principal, PrincipalKind, readers_for
 from kindmem.holds import assert_not_held
-from kindmem.models import Agent, Project, User
+from kindmem.models import Agent, Project
+from kindmem.services import acting_check
 from kindmem.subjects import persons_of
 from kindmem.threads import thread_claim
 from recall.appended import after_append
@@ -23,6 +24,12 @@ from recall.models import Conversation, Message, Role
 from recall.tasks import embed_messages
 
 MAX_TEXT_CHARS = 20_000
+# What an app appending to a conversation it may not write to, or to one that does not exist
+# without naming what creates it, is answered alike.
+NO_SUCH_CONVERSATION = (
+    "No such conversation: an app's first write to a conversation creates it, naming agent_id "
+    "and project_id."
+)
 MAX_BATCH = 100
 
 
@@ -57,14 +64,25 @@ def conversation_append(
 
     A run writes only to its own conversation (its `thread_id`), which it creates from its own
     containers; an app writes to conversations of its projects, naming agent and project when
-    its write creates one. Refused, with nothing written, while an erasure holds the person or
-    the conversation. Texts are embedded BEFORE the transaction, so no network call is made
-    under the conversation's row lock.
+    its write creates one, and naming only people it stands for (`acting_check`: never a
+    Kindgi user). Another project's conversation is `not-found`, as a missing one is. Refused,
+    with nothing written, while an erasure holds the person or the conversation. Texts are
+    embedded BEFORE the transaction, so no network call is made under the conversation's row
+    lock.
     """
     if not messages:
         raise ValidationFailed("Send at least one message.")
     if len(messages) > MAX_BATCH:
         raise ValidationFailed(f"At most {MAX_BATCH} messages per request.")
+    if principal.kind == PrincipalKind.APP:
+        # Whom the body names, before anything is looked up (so a refusal leaks no existence):
+        # only people the app stands for, as when it mints a run (DESIGN rule 1).
+        acting_check(
+            principal=principal,
+            project_id=start.project_id,
+            participant_id=start.participant_id,
+            user_id=start.user_id,
+        )
     indexed = [i for i, m in enumerate(messages) if m.role != Role.TOOL]
     embedded = embed_within_budget([messages[i].text for i in indexed])
     vectors = embedded.vectors or []
@@ -82,7 +100,8 @@ def conversation_append(
         ids, tenant = [rows[i].id for i in indexed], str(conversation.tenant_id)
         # a broker that cannot be reached does not fail the write: embed_backlog embeds them
         enqueue_on_commit(embed_messages, ids, tenant_id=tenant)
-    after_append(conversation=conversation)  # extraction, for the agents that ask for it
+    # extraction, for the agents that ask for it, as far as this writer may read and write
+    after_append(conversation=conversation, principal=principal)
     return conversation, rows
 
 
@@ -170,23 +189,13 @@ def _new_conversation(
     if principal.kind != PrincipalKind.APP:
         raise Forbidden("Only a run token or an app credential appends messages.")
     if start.agent_id is None or start.project_id is None:
-        raise ValidationFailed(
-            "A new conversation needs agent_id and project_id.",
-            details={"conversation_id": conversation_id},
-        )
-    readers = readers_for(principal)
-    if str(start.project_id) not in readers.on_behalf_of_project_ids:
-        raise Forbidden("This credential does not act in that project.")
+        raise NotFound(NO_SUCH_CONVERSATION)  # as another project's: `_check_may_write`
+    # checked before: its project is one of the app's, and it names no Kindgi user
     agent = Agent.objects.filter(tenant_id=principal.tenant_id, agent_id=start.agent_id).first()
     if agent is None:
         raise ValidationFailed("No such agent.", details={"agent_id": start.agent_id})
     if not Project.objects.filter(tenant_id=principal.tenant_id, id=start.project_id).exists():
         raise ValidationFailed("No such project.", details={"project_id": str(start.project_id)})
-    if (
-        start.user_id is not None
-        and not User.objects.filter(tenant_id=principal.tenant_id, id=start.user_id).exists()
-    ):
-        raise ValidationFailed("No such user.", details={"user_id": str(start.user_id)})
     thread_claim(
         tenant_id=principal.tenant_id,
         thread_id=conversation_id,
@@ -220,7 +229,9 @@ def _check_may_write(
         readers_for(principal)
     )
     if not readable.exists():
-        raise Forbidden("This credential may not write to that conversation.")
+        # as a conversation that does not exist (appended to without naming agent and
+        # project): an answer of its own would tell an app another project's id is taken
+        raise NotFound(NO_SUCH_CONVERSATION)
     mismatched = {
         name: given
         for name, given, actual in [

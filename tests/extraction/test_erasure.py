@@ -19,6 +19,8 @@ from extraction.services import extraction_request
 from extraction.tasks import extract_conversation
 from facts.models import Fact
 from facts.services import fact_create
+from kindmem.access import Principal, PrincipalKind
+from kindmem.models import Run
 from privacy.erasure import erasure_run
 from privacy.models import ErasureRequest, RequestStatus
 from privacy.services import erasure_start
@@ -29,9 +31,11 @@ from tests.recall.conftest import conversation_create
 pytestmark = pytest.mark.django_db
 
 
-def extracted(world: Any, conversation_id: str) -> ExtractionJob:
-    """The conversation's extraction, asked for by the world's app and run by the task."""
-    job = extraction_request(principal=world.app.principal, conversation_id=conversation_id).job
+def extracted(world: Any, conversation_id: str, principal: Any = None) -> ExtractionJob:
+    """The conversation's extraction, asked for by the world's app (or `principal`) and run by
+    the task."""
+    principal = principal or world.app.principal
+    job = extraction_request(principal=principal, conversation_id=conversation_id).job
     assert job is not None
     extract_conversation(str(job.id), tenant_id=str(world.tenant.id))
     job.refresh_from_db()
@@ -121,7 +125,10 @@ def test_erasing_a_kindgi_user_erases_the_extractions_of_their_conversations(llm
     marker, user = "uumarker", declared.user
     conversation_create(declared, "conv-uu", ("user", f"I like {marker} tea."), user=user)
     llm.answer(lambda shown: [add("note", f"Likes {marker} tea.", [1])])
-    assert extracted(declared, "conv-uu").status == "applied"
+    # (asked by the user's own run: an app's extraction has no place for the user's thread)
+    mine = Run.objects.filter(user=user, thread_id="conv-uu", minted_by__isnull=False).get()
+    own = Principal(kind=PrincipalKind.RUN, tenant_id=user.tenant_id, run=mine, user=user)
+    assert extracted(declared, "conv-uu", own).status == "applied"
     # when the user is erased
     done = erased(declared, "user", str(user.id))
     # then nothing of the extraction is left; their id only on their account (which an

@@ -4,6 +4,8 @@ erasure or a range the watermark has passed moves nothing."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from audit.models import AuditEvent
@@ -16,6 +18,7 @@ from extraction.models import (
 from facts.models import Revision
 from facts.services import fact_create
 from tests import factories
+from tests.extraction.chat_server import shown
 from tests.extraction.conftest import (
     NOTHING,
     Reply,
@@ -139,15 +142,35 @@ def test_an_answer_naming_another_tenants_memory_is_refused(llm, declared, conve
     assert (job.status, job.error_code) == (JobStatus.REFUSED, "unknown-memory")
 
 
-def test_a_write_refused_midway_rolls_back_the_whole_answer(llm, declared):
-    # given a conversation with no participant: a participant type cannot be filled in it
-    conversation_create(declared, "conv-u", ("user", "Remember that I like tea."))
-    llm.answer(lambda shown: [add("note", "Likes tea.", [1]), add("preference", "Likes tea.", [1])])
+def test_a_write_refused_midway_rolls_back_the_whole_answer(llm, declared, conversation):
+    # given a type whose declared schema keeps its texts short: the second write is refused
+    short = {"type": "object", "properties": {"text": {"type": "string", "maxLength": 12}}}
+    declared.agent.memory_declarations = [
+        *declared.agent.memory_declarations,
+        {"type": "tag", "scope": "same-project", "keep_days": 30, "schema": short},
+    ]
+    declared.agent.save()
+    llm.answer(
+        lambda shown: [add("note", "Likes tea.", [1]), add("tag", "Likes tea in the morning.", [1])]
+    )
     before = revisions(declared)
-    job = run_task(requested(declared, "conv-u"))
+    job = run_task(requested(declared))
     assert (job.status, job.error_code) == (JobStatus.REFUSED, "invalid-fact")
     assert "Decision 2" in job.error
     assert revisions(declared) == before
+
+
+def test_a_type_the_conversation_has_no_place_for_is_not_offered_to_the_model(llm, declared):
+    # given a conversation with no participant: a participant type has no place in it
+    conversation_create(declared, "conv-u", ("user", "Remember that I like tea."))
+    job = run_task(requested(declared, "conv-u"))
+    [chat] = llm.chats
+    offered = sorted(t["type"] for t in shown(chat["json"])["memory_types"])
+    assert offered == ["insight", "note"]
+    assert chat["json"]["response_format"]["json_schema"]["schema"]["properties"]["decisions"][
+        "items"
+    ]["properties"]["type"]["enum"] == ["insight", "note", None]
+    assert job.status == JobStatus.APPLIED
 
 
 def test_a_person_under_erasure_gets_nothing_extracted(llm, declared, conversation):
@@ -227,3 +250,51 @@ def test_a_job_whose_range_no_longer_follows_the_watermark_writes_nothing(
     assert (job.status, job.error_code) == (JobStatus.REFUSED, "stale")
     assert revisions(declared) == before
     assert watermark(conversation) == 2
+
+
+def usage_reply(prompt_tokens: Any, completion_tokens: Any) -> Reply:
+    """A good answer (one memory) whose server reports these token counts, whatever they are."""
+    reply = completion({"decisions": [add("preference", "Prefers email.", [1])]})
+    reply.body["usage"] = {
+        "prompt_tokens": prompt_tokens,
+        "completion_tokens": completion_tokens,
+        "total_tokens": 0,
+    }
+    return reply
+
+
+@pytest.mark.parametrize(
+    ("prompt_tokens", "completion_tokens"),
+    # (a count the client library reads as an integer, "120" say, is taken as that integer)
+    [(-5, 30), (120, -1), (12.5, 30), ("many", 30), ([1], 30), (10**12, 30), (120, 2**63)],
+    ids=["negative-in", "negative-out", "fraction", "text", "list", "absurd", "overflow"],
+)
+def test_invalid_usage_fails_the_job_metered_at_the_estimate_and_the_next_one_runs(
+    llm, declared, conversation, prompt_tokens, completion_tokens
+):
+    # given a server that answers well but reports token counts that cannot be right
+    llm.script = [usage_reply(prompt_tokens, completion_tokens)]
+    before = revisions(declared)
+    # when the job runs
+    job = run_task(requested(declared))
+    # then it fails as a model failure, writing nothing, and says why
+    assert (job.status, job.error_code) == (JobStatus.FAILED, "model-failed")
+    assert "invalid usage" in job.error
+    assert revisions(declared) == before
+    assert watermark(conversation) == 0
+    # and the call is metered at the estimate from its characters, never the server's count
+    [chat] = llm.chats
+    asked = sum(len(m["content"]) for m in chat["json"]["messages"])
+    usage = ExtractionUsage.objects.get(tenant_id=declared.tenant.id)
+    assert usage.calls == 1
+    assert usage.tokens_in == asked // 4
+    assert 0 < usage.tokens_out < 100
+    assert (job.tokens_in, job.tokens_out, job.usage_estimated) == (
+        usage.tokens_in,
+        usage.tokens_out,
+        True,
+    )
+    # and the conversation is not wedged: the next extraction runs and applies
+    job = run_task(requested(declared))
+    assert (job.status, job.first_sequence) == (JobStatus.APPLIED, 1)
+    assert watermark(conversation) == 4

@@ -56,24 +56,51 @@ def conversation_create(
     segments: tuple[str, ...] = (),
 ) -> Any:
     """A conversation with `messages` (role, text), written through the append service as the
-    world's app (acting for `project`, by default the world's)."""
+    world's app (acting for `project`, by default the world's); a Kindgi `user`'s own, as a run
+    that user's key minted (an app names no Kindgi user). Naming both an end user and a user
+    is what no credential may write any more: that one is stored as such data was before."""
+    from kindmem.models import Agent
     from recall import services
+    from recall.models import Conversation, Message
 
     project = project or world.project
     key = (
         world.app if project == world.project else factories.app_key_create(world.tenant, [project])
     )
+    agent = Agent.objects.get(tenant_id=world.tenant.id, agent_id=agent_id)
+    if user is not None and participant_id is not None:
+        conversation = Conversation.objects.create(
+            tenant_id=world.tenant.id,
+            thread_id=thread_id,
+            agent=agent,
+            project=project,
+            participant_id=participant_id,
+            user=user,
+            segments=list(segments),
+            last_sequence=len(messages),
+        )
+        Message.objects.bulk_create(
+            Message(
+                tenant_id=world.tenant.id, conversation=conversation, sequence=i, role=r, text=t
+            )
+            for i, (r, t) in enumerate(messages, start=1)
+        )
+        return conversation
+    principal = key.principal
+    start = services.ConversationStart(
+        agent_id=agent_id,
+        project_id=project.id,
+        participant_id=participant_id,
+        segments=segments,
+    )
+    if user is not None:
+        minted = factories.run_create(key, project, agent=agent, user=user, thread_id=thread_id)
+        principal, start = minted.principal, services.ConversationStart(segments=segments)
     conversation, _ = services.conversation_append(
-        principal=key.principal,
+        principal=principal,
         conversation_id=thread_id,
         messages=[services.NewMessage(role, text) for role, text in messages],
-        start=services.ConversationStart(
-            agent_id=agent_id,
-            project_id=project.id,
-            participant_id=participant_id,
-            user_id=user.id if user else None,
-            segments=segments,
-        ),
+        start=start,
     )
     return conversation
 

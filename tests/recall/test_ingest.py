@@ -93,9 +93,65 @@ def test_an_app_may_not_create_a_conversation_in_a_project_it_does_not_act_in(ap
 
 def test_an_app_must_name_agent_and_project_for_a_new_conversation(api, world):
     response = messages_post(api, world.app.headers, "conv-x", ("user", "hello"))
-    assert response.status_code == 400
-    assert response.json()["code"] == "validation-error"
+    assert response.status_code == 404
+    assert response.json()["code"] == "not-found"
+    assert "agent_id and project_id" in response.json()["message"]
     assert not Conversation.objects.exists()
+
+
+@pytest.mark.parametrize("names", [{}, {"agent_id": "support-bot"}], ids=["nothing", "agent"])
+def test_another_projects_conversation_answers_an_app_as_a_missing_one(api, world, names):
+    # given conv-q, a conversation of a project the app does not act for
+    other_project = factories.project_create(world.tenant)
+    other_app = factories.app_key_create(world.tenant, [other_project])
+    start = {"agent_id": "support-bot", "project_id": str(other_project.id)}
+    assert (
+        messages_post(api, other_app.headers, "conv-q", ("user", "hi"), **start).status_code == 201
+    )
+    # when the app appends to it, and to an id no conversation has, naming the same
+    taken = messages_post(api, world.app.headers, "conv-q", ("user", "x"), **names)
+    missing = messages_post(api, world.app.headers, "conv-none", ("user", "x"), **names)
+    # then both answers are the same 404, and nothing is written
+    assert taken.status_code == missing.status_code == 404
+    assert taken.json() == missing.json()
+    assert taken.json()["code"] == "not-found"
+    assert Message.objects.count() == 1
+    assert not Conversation.objects.filter(thread_id="conv-none").exists()
+
+
+@pytest.mark.parametrize("exists", [True, False], ids=["a-user-of-the-tenant", "no-such-user"])
+def test_an_app_may_not_name_a_kindgi_user_on_a_conversation(api, world, exists):
+    # given a Kindgi user id (a real user of the tenant, or one that names no one)
+    user_id = str(world.user.id) if exists else "00000000-0000-4000-8000-000000000001"
+    # when an app opens a conversation naming that user
+    response = messages_post(
+        api,
+        world.app.headers,
+        "conv-u",
+        ("user", "hello"),
+        agent_id="support-bot",
+        project_id=str(world.project.id),
+        user_id=user_id,
+    )
+    # then it is refused alike (whether the user exists is not told), and nothing is written
+    assert response.status_code == 403
+    body = response.json()
+    assert (set(body), body["code"]) == ({"code", "message", "details"}, "forbidden")
+    assert "never for a Kindgi user" in body["message"]
+    assert not Conversation.objects.exists()
+
+
+def test_an_app_may_not_name_a_kindgi_user_on_that_users_own_conversation(api, world):
+    # given the user's own conversation, opened by a run the user's key minted
+    mine = factories.run_create(world.app, world.project, user=world.user, thread_id="conv-mine")
+    assert messages_post(api, mine.headers, "conv-mine", ("user", "hello")).status_code == 201
+    # when an app of the project appends to it naming that user
+    response = messages_post(
+        api, world.app.headers, "conv-mine", ("user", "x"), user_id=str(world.user.id)
+    )
+    # then it is refused, and nothing is written
+    assert (response.status_code, response.json()["code"]) == (403, "forbidden")
+    assert Message.objects.count() == 1
 
 
 def test_an_app_naming_other_containers_than_the_existing_conversation_is_refused(api, world, run):

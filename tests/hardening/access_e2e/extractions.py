@@ -15,6 +15,13 @@ What the reference allows, per (credential, conversation):
   `already-queued` with the same job after; once the job is applied, 200 `up-to-date`;
   `GET` 200 with the watermark and the job;
 - a revoked credential (an app key of the world, and the runs it minted): 401.
+
+The job's run is one the credential that queued it could have minted (DESIGN rule 1), derived
+here from the conversation and that credential alone: an app key's names the end user and the
+thread, never a Kindgi user (nor, then, that user's thread); a run's names only its own person
+and thread. The model is offered only the types that run has a place for and shown exactly
+what that run may read; and no Kindgi user's personal fact ever reaches an app key's job: not
+in what the model is shown, not in the job's notes the app reads back.
 """
 
 from __future__ import annotations
@@ -27,7 +34,6 @@ from django.conf import settings
 from approvals.review_reasons import review_text
 from extraction.models import ExtractionJob, JobStatus
 from extraction.tasks import extract_conversation
-from kindmem import declarations
 from kindmem.access import Principal, PrincipalKind, Readers, readers_for
 from kindmem.models import Run
 from kindmem.services import api_key_revoke
@@ -40,6 +46,18 @@ from tests.oracles import is_recall_readable_by
 ENDPOINT = "TASK extract_conversation"
 
 
+DECLARED = {d["type"] for d in DECLARATIONS}
+
+
+def offered(run: RunM) -> list[str]:
+    """The declared types a job's run has a place for (`remember_scope`): a participant's,
+    a user's and a thread's only where the run names one."""
+    named = {"participant": run.participant, "user": run.user, "thread": run.thread}
+    return sorted(
+        d["type"] for d in DECLARATIONS if d["scope"] not in named or named[d["scope"]] is not None
+    )
+
+
 class Extractions(Driver):
     """The extraction route and its job, against the model."""
 
@@ -47,6 +65,7 @@ class Extractions(Driver):
 
     def extractions(self, t: TenantM, other: TenantM) -> None:
         jobs: dict[str, str] = {}  # thread -> the id of the job the first request queued
+        self.starters: dict[str, Cred] = {}  # thread -> the credential whose request queued it
         for cred in t.creds:
             for conv in self.extract_sample(cred, other):
                 self.extract_ask(cred, conv, jobs)
@@ -64,6 +83,11 @@ class Extractions(Driver):
         not_mine = [c for c in t.convs.values() if c not in guarded]
         theirs = [c for c in other.convs.values() if c.thread not in t.convs]
         picked = rng.sample(mine, min(2, len(mine))) + rng.sample(held, min(1, len(held)))
+        # an app key and a Kindgi user's own conversation (which it may recall): the case where
+        # the user's personal facts must not reach the model
+        users_own = [c for c in mine if c.user and not c.participant and c not in picked]
+        if cred.kind == "app" and users_own:
+            picked.append(rng.choice(users_own))
         picked += rng.sample(not_mine, min(2, len(not_mine)))
         return picked + rng.sample(theirs, min(1, len(theirs)))
 
@@ -92,6 +116,7 @@ class Extractions(Driver):
             job = body["job"]
             first_time = conv.thread not in jobs
             jobs.setdefault(conv.thread, job["id"])
+            self.starters.setdefault(conv.thread, cred)
             want = (
                 "queued" if first_time else "already-queued",
                 conv.thread,
@@ -145,10 +170,12 @@ class Extractions(Driver):
         user and agent messages, the agent's declared types and exactly the memories the job's
         run may read (the seed's guard, rule 3, the holds); answered "nothing", it is applied,
         and asking again is up to date."""
-        declared = sorted(declarations.parse(DECLARATIONS))  # both agents declare these
         for thread, job_id in sorted(jobs.items()):
             conv = t.convs[thread]
-            worker = self.extraction_cred(t, conv, job_id)
+            starter = self.starters[thread]
+            worker = self.extraction_cred(t, conv, job_id, starter)
+            assert worker.run is not None
+            declared = offered(worker.run)
             chats = len(self.chat.chats)
             extract_conversation(job_id, tenant_id=t.id)
             job = ExtractionJob.objects.get(pk=job_id)
@@ -182,6 +209,8 @@ class Extractions(Driver):
                     want[fact.id] = (fact.type, review_text(live.content))
             got = {m["id"]: (m["type"], m["text"]) for m in document["existing_memories"]}
             self.compare("extract-memories", worker, len(self.all_facts()), want, got)
+            if starter.kind == "app":
+                self.personal_facts_unseen(t, starter, thread, user["content"])
         # asked again, each applied conversation is up to date, its job applied
         for thread, job_id in sorted(jobs.items()):
             conv = t.convs[thread]
@@ -201,6 +230,8 @@ class Extractions(Driver):
                     f"{cred.name} extracts {thread} again: {got_again}",
                 )
             get = self.call(cred, "GET", "conversation-extract", path)
+            if cred.kind == "app":  # the job's notes, as the app reads them back
+                self.personal_facts_unseen(t, cred, thread, get.content.decode())
             if self.status("extractions", cred, get, 200, f"reads extractions of {thread}"):
                 body = get.json()
                 got_jobs = [(j["id"], j["status"], j["decisions"]) for j in body["jobs"]]
@@ -210,29 +241,58 @@ class Extractions(Driver):
                     f"{cred.name} reads extractions of {thread}: {body}",
                 )
 
-    def extraction_cred(self, t: TenantM, conv: ConvM, job_id: str) -> Cred:
-        """The run a job writes as (made by kindmem, no token): the conversation's agent,
-        project and person, and the readers the model derives from them, checked against
-        `readers_for`."""
+    def personal_facts_unseen(self, t: TenantM, app: Cred, thread: str, text: str) -> None:
+        """No revision of any Kindgi user's personal fact (scoped to the user) is in `text`,
+        what an app key's extraction of `thread` showed the model or answered the app."""
+        personal = [f for f in t.facts if f.scope.get("user_id")]
+        seen = [f.id for f in personal if any(r.text in text for r in f.revisions)]
+        # what a run naming the conversation's Kindgi user would have shown: the test's reach
+        conv = t.convs[thread]
+        self.pairs["extract-personal-exposed"] += sum(
+            1
+            for f in personal
+            if f.scope["user_id"] == conv.user and f.live is not None and f.type in DECLARED
+        )
+        self.check(
+            "extract-personal",
+            not seen,
+            lambda: f"{app.name}'s extraction of {thread} carries personal facts {seen}",
+            pairs=len(personal),
+        )
+
+    def extraction_cred(self, t: TenantM, conv: ConvM, job_id: str, starter: Cred) -> Cred:
+        """The run a job writes as (made by kindmem, no token): the conversation's agent and
+        project, and of its person and thread those the credential that queued the job stands
+        for (the model's own rule, as in the module docstring); the readers the model derives
+        from them, checked against `readers_for`."""
         run_id = str(ExtractionJob.objects.values_list("run_id", flat=True).get(pk=job_id))
         row = Run.objects.select_related("project", "user").get(pk=run_id)
         assert conv.project is not None
+        if starter.kind == "app":  # every end user of its projects, no Kindgi user
+            participant, user = conv.participant, None
+            thread = conv.thread if conv.participant or not conv.user else None
+        else:  # a run: its own person and thread only
+            assert starter.run is not None
+            mine = starter.run
+            participant = conv.participant if conv.participant == mine.participant else None
+            user = conv.user if conv.user is not None and conv.user == mine.user else None
+            thread = conv.thread if conv.thread == mine.thread else None
         run = RunM(
             id=run_id,
             tenant=t,
             agent=conv.agent,
             project=conv.project,
-            participant=conv.participant,
-            user=conv.user,
-            thread=conv.thread,
+            participant=participant,
+            user=user,
+            thread=thread,
             minter=t.admin,
         )
         readers = Readers(
             project_ids=id_set([conv.project]),
             org_ids=id_set([t.projects[conv.project]]),
-            user_ids=id_set([conv.user] if conv.user else []),
-            participant_ids=id_set([conv.participant] if conv.participant else []),
-            thread_ids=id_set([conv.thread]),
+            user_ids=id_set([user] if user else []),
+            participant_ids=id_set([participant] if participant else []),
+            thread_ids=id_set([thread] if thread else []),
         )
         cred = Cred(
             name=f"{t.label}:extraction-run<{conv.thread}>",
@@ -250,7 +310,8 @@ class Extractions(Driver):
             "extract-job",
             readers_for(cred.principal) == readers
             and (row.agent.agent_id, row.thread_id, row.participant_id)
-            == (conv.agent, conv.thread, conv.participant),
+            == (conv.agent, thread, participant)
+            and (str(row.user_id) if row.user_id else None) == user,
             lambda: f"{cred.name}: readers_for {readers_for(cred.principal)} != {readers}",
         )
         t.workers.append(cred)

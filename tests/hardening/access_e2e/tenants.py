@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
 from django.contrib.auth.models import Group
@@ -348,8 +349,12 @@ class TenantsBuild(Driver):
                     start["participant_id"] = participant
                     person = ("participant", participant)
                 elif rng.random() < 0.5:
-                    start["user_id"] = rng.choice(t.users)
-                    person = ("user", start["user_id"])
+                    # refused alike: an app names a Kindgi user of the tenant, or an id of no one
+                    # (it acts for no Kindgi user, so whether one exists is not told)
+                    nobody = str(uuid.UUID(int=rng.getrandbits(128), version=4))
+                    user = rng.choice([*t.users, nobody])
+                    named = {**start, "user_id": user}
+                    self.messages_post(app, t.new_thread(), 1, start=named, want=403)
                 thread = t.new_thread()
                 t.threads[thread] = (project, person)
                 self.messages_post(app, thread, rng.randint(2, 4), start=start)
@@ -358,7 +363,7 @@ class TenantsBuild(Driver):
             if theirs:
                 self.messages_post(app, rng.choice(theirs).thread, 1)
         # refused: a person's key appends; a run appends to another conversation; an app to a
-        # conversation of a project it does not act for
+        # conversation of a project it does not act for (404, as one that does not exist)
         conv = rng.choice(list(t.convs.values()))
         self.messages_post(rng.choice(t.cred("user")), conv.thread, 1, want=403)
         runs = [r for r in t.runs if r.thread != conv.thread and r.cred is not None]
@@ -367,7 +372,7 @@ class TenantsBuild(Driver):
         for app in t.cred("app"):
             outside = [c for c in t.convs.values() if c.project not in app.project_ids]
             if outside:
-                self.messages_post(app, outside[0].thread, 1, want=403)
+                self.messages_post(app, outside[0].thread, 1, want=404)
                 break
 
     # -- run logs

@@ -164,8 +164,10 @@ class KindmemSession(SessionABC):
 
     `client` is an `AsyncClient` (or a sync `Client`, run in a worker thread) with a run token
     minted for the thread `session_id`, or an app key; with an app key, `agent_id` and
-    `project_id` (and `participant_id` or `user_id`: whose conversation it is) create the
-    conversation on its first item. `session_settings.limit` is `get_items`'s default limit.
+    `project_id` (and `participant_id`: whose conversation it is) create the conversation on
+    its first item (an app key names no Kindgi user: a `user_id` is refused, 403; a person's
+    own conversation is written with a run that person's key minted).
+    `session_settings.limit` is `get_items`'s default limit.
     `extract_after_turn` asks kindmem to extract memories once a turn's answer is saved.
     """
 
