@@ -17,7 +17,10 @@ A read may be narrowed (`narrowed_to`): a caller hands readers of its own (the s
 guard for them *and* for the credential's. The one guard applied twice: the intersection of
 what each may read, which no single `Readers` value can express (an app key reads a participant
 through its project, a narrowing names the participant itself). It never grants anything the
-credential's readers do not, whatever it names, so it is intersected silently, never refused.
+credential's readers do not, whatever it names, so it is intersected silently, never refused:
+the seed's callers hand the readers of whom they act for, which name ids a key reads only
+through its project, and refusing those (as the TypeScript binding once did, field by field)
+turned an app key's narrower set into an error.
 """
 
 from __future__ import annotations
