@@ -38,6 +38,7 @@ from embeddings.hnsw import hnsw_settings
 from embeddings.providers import embed_query
 from facts.models import Revision, RevisionQuerySet, attach_subjects, subject_rows
 from kindmem.access import Readers
+from kindmem.guards import narrowing
 from retrieval.fulltext import KeywordQuery, keyword_matches
 from retrieval.fusion import HYBRID
 from retrieval.rerank import Candidate, candidate_pool, rerank, rerankers_named
@@ -58,7 +59,8 @@ MAX_SCAN_TUPLES = 20_000
 
 @dataclass(frozen=True)
 class FactSearch:
-    """One search: who reads (tenant and readers), how (mode) and what (query and filters)."""
+    """One search: who reads (tenant and readers, and the readers the caller narrowed them to:
+    `kindmem.guards`), how (mode) and what (query and filters)."""
 
     tenant_id: uuid.UUID
     readers: Readers
@@ -70,6 +72,12 @@ class FactSearch:
     tags: Sequence[str] = ()
     valid_at: datetime | None = None
     rerank: Sequence[str] = ()  # retrieval.rerank's names, applied in order
+    narrowed_to: Readers | None = None
+
+    @property
+    def whole_tenant(self) -> bool:
+        """Whether every live fact of the tenant is readable: no guard, no narrowing."""
+        return self.readers.all and narrowing(self.readers, self.narrowed_to) is None
 
 
 @dataclass
@@ -87,7 +95,7 @@ def searchable(search: FactSearch, now: datetime | None = None) -> RevisionQuery
     qs = (
         Revision.objects.of_tenant(search.tenant_id)
         .live(now)
-        .readable_by(search.readers)
+        .readable_by(search.readers, narrowed_to=search.narrowed_to)
         .narrowed(type=search.type, scope=dict(search.scope))
     )
     if search.tags:
@@ -132,6 +140,7 @@ def _search_inputs(search: FactSearch) -> FactSearch:
         scope=dict(search.scope),
         tags=tuple(sorted(set(search.tags))),
         valid_at=search.valid_at,
+        narrowed_to=narrowing(search.readers, search.narrowed_to),
     )
 
 
@@ -140,7 +149,7 @@ def _keyword_query(inputs: _LegInputs, limit: int) -> QuerySet[Any]:
     assert inputs.words is not None
     readable = _rendered(searchable(inputs.search, inputs.now))
     ranked = keyword_matches(
-        readable, "search_vector", inputs.words, bounded=inputs.search.readers.all
+        readable, "search_vector", inputs.words, bounded=inputs.search.whole_tenant
     )
     return ranked.order_by("-score", "id")[:limit]
 

@@ -22,6 +22,7 @@ from facts.search import MAX_TOP_K, MODES, FactSearch, SearchHit, fact_search
 from facts.serializers import FactOutput
 from kindmem.access import readers_for
 from kindmem.permissions import principal_of
+from kindmem.serializers import ReadersInput, readers_snapshot
 
 MAX_QUERY_CHARS = 2_000
 MAX_TAGS = 20
@@ -54,6 +55,12 @@ class FactSearchInput(StrictSerializer):
     )
     valid_at = serializers.DateTimeField(required=False)
     top_k = fields.IntegerField(required=False, min_value=1, max_value=MAX_TOP_K, default=10)
+    readers = ReadersInput(
+        required=False,
+        help_text="Narrow to these readers (the seed's `readers`): a hit is a fact these and the"
+        " credential's readers may both read, guarded in the query before `top_k`; `{}`:"
+        " tenant-wide facts only. Absent: the credential's readers.",
+    )
 
     def validate_query(self, value: str) -> str:
         if not value.strip():
@@ -125,6 +132,8 @@ class FactSearchView(AuditedView):
             "tags": validated.get("tags", []),
             "valid_at": validated["valid_at"].isoformat() if "valid_at" in validated else None,
         }
+        if "readers" in validated:
+            self.audit.query_snapshot["readers"] = readers_snapshot(validated["readers"])
         if "project_id" in scope:
             self.audit.project_id = scope["project_id"]
         self.audit.ask(type=validated.get("type"), scope=scope)
@@ -140,6 +149,7 @@ class FactSearchView(AuditedView):
                 tags=tuple(validated.get("tags", ())),
                 valid_at=validated.get("valid_at"),
                 rerank=settings.RERANK,
+                narrowed_to=validated.get("readers"),
             )
         )
         self.audit.touch(

@@ -17,6 +17,7 @@ from facts.models import FactSubjectKind, Review, ReviewState, Revision, Trust
 from facts.retention import RetentionInput
 from facts.review import REASONS
 from facts.scopes import SubjectInput
+from kindmem.serializers import ReadersQueryField
 
 MAX_CONTENT_BYTES = 32 * 1024
 MAX_LIST_LIMIT = 200
@@ -177,6 +178,7 @@ class FactListInput(StrictSerializer):
     as_of = serializers.DateTimeField(required=False)
     limit = serializers.IntegerField(required=False, min_value=1, max_value=MAX_LIST_LIMIT)
     cursor = fields.CursorField(required=False)
+    readers = ReadersQueryField(required=False)
 
     SCOPE_KEYS = ("org_id", "project_id", "user_id", "participant_id", "thread_id", "session_id")
 
@@ -185,10 +187,13 @@ class FactListInput(StrictSerializer):
 
 
 class FactExportInput(FactListInput):
-    """`GET /v1/facts`'s filters; an export is every fact they match, not a page."""
+    """`GET /v1/facts`'s filters; an export is every fact they match, not a page, with the
+    links between them the credential reads (not narrowed: a narrowing is a read's, and the
+    links' guard takes the credential's readers)."""
 
     limit = None
     cursor = None
+    readers = None
 
 
 class FactImportInput(StrictSerializer):

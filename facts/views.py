@@ -45,8 +45,9 @@ from facts.serializers import (
     RevisionListOutput,
     write_status,
 )
-from kindmem.access import Principal, readers_for
+from kindmem.access import Principal, Readers, readers_for
 from kindmem.permissions import principal_of
+from kindmem.serializers import readers_snapshot
 
 ERRORS = {
     400: ErrorOutput,
@@ -58,11 +59,14 @@ ERRORS = {
 DEFAULT_LIMIT = 50
 
 
-def readable_revisions(principal: Principal) -> RevisionQuerySet:
-    """The caller's tenant's revisions that its credential may read, ready to render."""
+def readable_revisions(
+    principal: Principal, narrowed_to: Readers | None = None
+) -> RevisionQuerySet:
+    """The caller's tenant's revisions that its credential (and the readers it narrowed them
+    to, if any) may read, ready to render."""
     return (
         Revision.objects.of_tenant(principal.tenant_id)
-        .readable_by(readers_for(principal))
+        .readable_by(readers_for(principal), narrowed_to=narrowed_to)
         .select_related("fact")
         .prefetch_related("subjects")
     )
@@ -73,8 +77,8 @@ def listed_revisions(
 ) -> RevisionQuerySet:
     """What `GET /v1/facts` lists (and `GET /v1/facts/export` exports), before its order and
     page: the readable current revisions (or those held `as_of`), valid at `valid_at`, narrowed
-    by type, scope keys, tag and slot key."""
-    qs = readable_revisions(principal).approved()
+    by readers, type, scope keys, tag and slot key."""
+    qs = readable_revisions(principal, data.get("readers")).approved()
     if "as_of" in data:
         # What was held then, of the facts still readable now: a deleted or expired fact's
         # past content is not served by asking about the past.
@@ -151,7 +155,11 @@ class FactListView(AuditedView):
         next_cursor = cursor_encode(page[limit - 1]) if len(page) > limit else None
         audit_revisions(self, page[:limit])
         self.audit.query_snapshot = {
-            "filters": {k: str(v) for k, v in data.items() if k not in {"limit", "cursor"}},
+            "filters": {
+                k: readers_snapshot(v) if k == "readers" else str(v)
+                for k, v in data.items()
+                if k not in {"limit", "cursor"}
+            },
             "limit": limit,
         }
         return Response(FactListOutput({"facts": page[:limit], "next_cursor": next_cursor}).data)

@@ -11,6 +11,16 @@ live in `tests/oracles.py`: no read path calls them.
 
 Ids in `Readers` are strings; the Python rules compare strings, so only a canonical UUID
 spelling (`str(uuid)`) can equal a UUID column here, exactly as there.
+
+A read may be narrowed (`narrowed_to`): a caller hands readers of its own (the seed's
+`input.readers`, say a run's for one end user under an app's key), and a row must pass the
+guard for them *and* for the credential's. The one guard applied twice: the intersection of
+what each may read, which no single `Readers` value can express (an app key reads a participant
+through its project, a narrowing names the participant itself). It never grants anything the
+credential's readers do not, whatever it names, so it is intersected silently, never refused:
+the seed's callers hand the readers of whom they act for, which name ids a key reads only
+through its project, and refusing those (as the TypeScript binding once did, field by field)
+turned an app key's narrower set into an error.
 """
 
 from __future__ import annotations
@@ -51,7 +61,23 @@ def _lookup(prefix: str) -> Callable[..., Q]:
     return column
 
 
-def fact_guard(readers: Readers, prefix: str = "") -> Q:
+def narrowing(readers: Readers, narrowed_to: Readers | None) -> Readers | None:
+    """The narrowing that can change what `readers` read, or None: none given, `all` (which
+    narrows nothing) and the credential's own readers add no condition to the query."""
+    if narrowed_to is None or narrowed_to.all or narrowed_to == readers:
+        return None
+    return narrowed_to
+
+
+def fact_guard(readers: Readers, prefix: str = "", *, narrowed_to: Readers | None = None) -> Q:
+    """`isReadableBy` for `readers` (and for `narrowed_to`, where given: both must pass) as a Q
+    over a fact's scope columns (reached through `prefix`)."""
+    narrower = narrowing(readers, narrowed_to)
+    guard = _fact_guard(readers, prefix)
+    return guard if narrower is None else guard & _fact_guard(narrower, prefix)
+
+
+def _fact_guard(readers: Readers, prefix: str) -> Q:
     """`isReadableBy` as a Q over a fact's scope columns (reached through `prefix`).
 
     Each named container must be one the readers have: its project (or one they act in for
@@ -87,7 +113,21 @@ def fact_guard(readers: Readers, prefix: str = "") -> Q:
     return project_ok & org_ok & user_ok & participant_ok & thread_ok
 
 
-def recall_guard(readers: Readers, prefix: str = "", *, project_required: bool = False) -> Q:
+def recall_guard(
+    readers: Readers,
+    prefix: str = "",
+    *,
+    project_required: bool = False,
+    narrowed_to: Readers | None = None,
+) -> Q:
+    """`isRecallReadableBy` for `readers` (and for `narrowed_to`, where given: both must pass)
+    as a Q over a conversation's (or a run's) columns."""
+    narrower = narrowing(readers, narrowed_to)
+    guard = _recall_guard(readers, prefix, project_required)
+    return guard if narrower is None else guard & _recall_guard(narrower, prefix, project_required)
+
+
+def _recall_guard(readers: Readers, prefix: str, project_required: bool) -> Q:
     """`isRecallReadableBy` as a Q over a conversation's (or a run's) columns.
 
     Stricter than facts': a conversation is always someone's. Its project must be one the

@@ -59,8 +59,11 @@ class ConversationQuerySet(models.QuerySet):
     def of_tenant(self, tenant_id: uuid.UUID) -> ConversationQuerySet:
         return self.filter(tenant_id=tenant_id)
 
-    def recall_readable_by(self, readers: Readers) -> ConversationQuerySet:
-        return self.filter(recall_guard(readers))
+    def recall_readable_by(
+        self, readers: Readers, *, narrowed_to: Readers | None = None
+    ) -> ConversationQuerySet:
+        """Conversations `readers` (and `narrowed_to`, where given) may recall."""
+        return self.filter(recall_guard(readers, narrowed_to=narrowed_to))
 
     def about(self, subject: Subject) -> ConversationQuerySet:
         """The subject's conversations: its participant's, its Kindgi user's, the conversation
@@ -81,9 +84,12 @@ class MessageQuerySet(models.QuerySet):
     def of_tenant(self, tenant_id: uuid.UUID | str) -> MessageQuerySet:
         return self.filter(tenant_id=tenant_id)
 
-    def recall_readable_by(self, readers: Readers) -> MessageQuerySet:
-        """Messages of conversations `readers` may recall (the guard, in the query)."""
-        return self.filter(recall_guard(readers, prefix="conversation__"))
+    def recall_readable_by(
+        self, readers: Readers, *, narrowed_to: Readers | None = None
+    ) -> MessageQuerySet:
+        """Messages of conversations `readers` (and `narrowed_to`, where given) may recall
+        (the guard, in the query)."""
+        return self.filter(recall_guard(readers, prefix="conversation__", narrowed_to=narrowed_to))
 
     def not_held(self) -> MessageQuerySet:
         """Messages of conversations no erasure in progress holds."""

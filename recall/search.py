@@ -20,6 +20,7 @@ from embeddings.budget import embedding_pool
 from embeddings.hnsw import hnsw_settings
 from embeddings.providers import embed_query
 from kindmem.access import Readers
+from kindmem.guards import narrowing
 from recall.models import RECALLABLE_ROLES, Message
 from recall.querysets import MessageQuerySet, Selection
 from retrieval.fulltext import keyword_matches
@@ -61,6 +62,12 @@ class RecallQuery:
     roles: tuple[str, ...] = ("user",)
     query: str | None = None
     rerank: tuple[str, ...] = ()  # retrieval.rerank's names, applied in order (not for `list`)
+    narrowed_to: Readers | None = None  # the caller's narrowing (`kindmem.guards`)
+
+    @property
+    def whole_tenant(self) -> bool:
+        """Whether every conversation of the tenant is readable: no guard, no narrowing."""
+        return self.readers.all and narrowing(self.readers, self.narrowed_to) is None
 
     @property
     def recalled_roles(self) -> list[str]:
@@ -73,7 +80,7 @@ def recallable(request: RecallQuery) -> MessageQuerySet:
     in one WHERE, before any LIMIT), with what a hit renders."""
     return (
         Message.objects.of_tenant(request.tenant_id)
-        .recall_readable_by(request.readers)
+        .recall_readable_by(request.readers, narrowed_to=request.narrowed_to)
         .not_held()
         .of_roles(request.recalled_roles)
         .selected(request.selections)
@@ -163,7 +170,7 @@ def _recall(
         hits = [
             RecallHit(message=m, score=s, ranks={KEYWORD: i})
             for i, (m, s) in enumerate(
-                keyword_leg(base, request.query, page, whole_tenant=request.readers.all), start=1
+                keyword_leg(base, request.query, page, whole_tenant=request.whole_tenant), start=1
             )
         ]
     elif request.mode == SEMANTIC:
@@ -177,7 +184,7 @@ def _recall(
         assert request.query is not None
         depth = max(HYBRID.depth(request.top_k), page)
         keyword = [
-            m for m, _ in keyword_leg(base, request.query, depth, whole_tenant=request.readers.all)
+            m for m, _ in keyword_leg(base, request.query, depth, whole_tenant=request.whole_tenant)
         ]
         vector, model = embedded()
         assert vector is not None

@@ -6,6 +6,7 @@ from typing import Any
 from rest_framework import serializers
 
 from api import fields
+from kindmem.serializers import ReadersInput
 from recall.models import RECALLABLE_ROLES, Role
 from recall.search import MODES
 from recall.services import MAX_BATCH, MAX_TEXT_CHARS
@@ -163,6 +164,12 @@ class RecallInput(fields.StrictSerializer):
     )
     query = serializers.CharField(max_length=MAX_QUERY_CHARS, required=False, trim_whitespace=False)
     top_k = fields.IntegerField(min_value=1, max_value=MAX_TOP_K, default=10)
+    readers = ReadersInput(
+        required=False,
+        help_text="Narrow to these readers (the seed's `readers`): a hit is a message of a"
+        " conversation these and the credential's readers may both recall, guarded in the query"
+        " before `top_k`; `{}` recalls nothing. Absent: the credential's readers.",
+    )
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         if attrs["mode"] == "list" and "query" in attrs:

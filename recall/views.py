@@ -14,6 +14,7 @@ from api.serializers import ErrorOutput
 from audit.recording import AuditedView
 from kindmem.access import readers_for
 from kindmem.permissions import principal_of
+from kindmem.serializers import readers_snapshot
 from recall import services
 from recall.models import Conversation, Message
 from recall.models import message_ref as message_ref_of
@@ -205,6 +206,7 @@ class RecallView(AuditedView):
                 roles=tuple(validated.get("roles", ["user"])),
                 query=validated.get("query"),
                 rerank=settings.RERANK,
+                narrowed_to=validated.get("readers"),
             )
         )
         for hit in hits:
@@ -219,4 +221,6 @@ class RecallView(AuditedView):
             "selections": len(validated["selections"]),
             "query": validated.get("query"),
         }
+        if "readers" in validated:
+            self.audit.query_snapshot["readers"] = readers_snapshot(validated["readers"])
         return Response(RecallOutput({"hits": hits}).data)

@@ -26,10 +26,15 @@ class FactQuerySet(models.QuerySet["Fact"]):
     def of_tenant(self, tenant_id: uuid.UUID | str) -> FactQuerySet:
         return self.filter(tenant_id=tenant_id)
 
-    def readable_by(self, readers: Readers) -> FactQuerySet:
-        """Facts whose scope `readers` may read (`isReadableBy`, in SQL), none of whose
-        scope persons is held by an erasure in progress, and not frozen after one."""
-        return self.filter(fact_guard(readers)).exclude(held_condition()).exclude(frozen())
+    def readable_by(self, readers: Readers, *, narrowed_to: Readers | None = None) -> FactQuerySet:
+        """Facts whose scope `readers` may read (`isReadableBy`, in SQL; `narrowed_to` must
+        read it too), none of whose scope persons is held by an erasure in progress, and not
+        frozen after one."""
+        return (
+            self.filter(fact_guard(readers, narrowed_to=narrowed_to))
+            .exclude(held_condition())
+            .exclude(frozen())
+        )
 
     def about(self, subject: SubjectRef) -> FactQuerySet:
         """The facts about `subject`: its scope names them (the participant, the Kindgi user,

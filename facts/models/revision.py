@@ -65,13 +65,16 @@ class RevisionQuerySet(models.QuerySet["Revision"]):
         """Without the columns no page shows (`UNSHOWN`)."""
         return self.defer(*UNSHOWN)
 
-    def readable_by(self, readers: Readers) -> RevisionQuerySet:
+    def readable_by(
+        self, readers: Readers, *, narrowed_to: Readers | None = None
+    ) -> RevisionQuerySet:
         """Revisions of facts whose scope `readers` may read (the seed's `isReadableBy`,
-        compiled to SQL), excluding any whose fact's scope person or whose subjects an
-        erasure in progress holds, and any of a fact frozen after an erasure. Apply before any
+        compiled to SQL; `narrowed_to` must read it too: `kindmem.guards`), excluding any whose
+        fact's scope person or whose subjects an erasure in progress holds, and any of a fact
+        frozen after an erasure. Apply before any
         LIMIT."""
         return (
-            self.filter(fact_guard(readers, "fact__"))
+            self.filter(fact_guard(readers, "fact__", narrowed_to=narrowed_to))
             .exclude(held_condition("fact__"))
             .exclude(frozen("fact__"))
             .exclude(_held_subject())

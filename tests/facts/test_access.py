@@ -1,12 +1,13 @@
 """The reader guard in SQL agrees with the seed's `isReadableBy` (the Python reference) on
-generated scopes, readers, erasure holds and facts frozen after an erasure; and LIMIT applies
-after the guard."""
+generated scopes, readers, narrowings, erasure holds and facts frozen after an erasure; and
+LIMIT applies after the guard."""
 
 from __future__ import annotations
 
 import os
 import uuid
 from dataclasses import dataclass
+from itertools import pairwise
 from typing import Any
 
 import pytest
@@ -225,6 +226,36 @@ def test_sql_guard_returns_exactly_what_the_reference_allows(
                     if reference(scope, frozenset(), held, r)
                 }
                 assert {f.id for f in _guarded_facts(c.tenant.id, r).all()} == fact_ids
+            # each reader narrowed to the next one, and to itself (which narrows nothing)
+            pairs = [*pairwise(many_readers), (many_readers[0], many_readers[0])]
+            for r, narrowed in pairs:
+                # when: a read is narrowed to other readers (a caller's `readers`)
+                got = set(
+                    Revision.objects.of_tenant(c.tenant.id)
+                    .live()
+                    .readable_by(r, narrowed_to=narrowed)
+                    .values_list("id", flat=True)
+                )
+                # then: exactly what both may read, by the reference: never more than the
+                # credential's readers, whatever the narrowing names
+                want = {
+                    rid
+                    for rid, _, scope, subj in expected_rows
+                    if reference(scope, subj, held, r) and is_readable_by(scope, narrowed)
+                }
+                assert got == want, (r, narrowed, facts, held)
+                prepared = _narrowed(c.tenant.id, r, narrowed, timezone.now()).all()
+                assert {row.id for row in prepared} == want, (r, narrowed, facts, held)
+                fact_ids = set(
+                    Fact.objects.of_tenant(c.tenant.id)
+                    .readable_by(r, narrowed_to=narrowed)
+                    .values_list("id", flat=True)
+                )
+                assert fact_ids == {
+                    fid
+                    for _, fid, scope, _ in expected_rows
+                    if reference(scope, frozenset(), held, r) and is_readable_by(scope, narrowed)
+                }
             raise Rollback
     except Rollback:
         pass
@@ -233,6 +264,16 @@ def test_sql_guard_returns_exactly_what_the_reference_allows(
 @compiled()
 def _guarded(tenant_id: Any, r: Readers, now: Any) -> Any:
     return Revision.objects.of_tenant(tenant_id).live(now).readable_by(r).only("id")
+
+
+@compiled()
+def _narrowed(tenant_id: Any, r: Readers, narrowed: Readers, now: Any) -> Any:
+    return (
+        Revision.objects.of_tenant(tenant_id)
+        .live(now)
+        .readable_by(r, narrowed_to=narrowed)
+        .only("id")
+    )
 
 
 @compiled()

@@ -1,4 +1,5 @@
-"""The recall guard in SQL equals `is_recall_readable_by`, the seed's `isRecallReadableBy`."""
+"""The recall guard in SQL equals `is_recall_readable_by`, the seed's `isRecallReadableBy`,
+alone and narrowed to a caller's readers."""
 
 from __future__ import annotations
 
@@ -130,8 +131,8 @@ def test_the_sql_guard_equals_the_python_reference(world):
         deadline=None,
         suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
     )
-    @given(readers=readers_strategy)
-    def check(readers: Readers) -> None:
+    @given(readers=readers_strategy, narrowed=st.one_of(st.none(), readers_strategy))
+    def check(readers: Readers, narrowed: Readers | None) -> None:
         # when the guard runs in SQL, on conversations and on their messages
         in_sql = set(
             Conversation.objects.of_tenant(world.tenant.id)
@@ -147,5 +148,22 @@ def test_the_sql_guard_equals_the_python_reference(world):
         expected = {r.conversation_id for r in rows if is_recall_readable_by(r, readers)}
         assert in_sql == expected
         assert messages_in_sql == expected
+        if narrowed is None:
+            return
+        # and narrowed to other readers (a caller's `readers`), exactly what both may recall:
+        # never a conversation the credential's readers may not
+        narrowed_in_sql = set(
+            Conversation.objects.of_tenant(world.tenant.id)
+            .recall_readable_by(readers, narrowed_to=narrowed)
+            .values_list("thread_id", flat=True)
+        )
+        narrowed_messages = set(
+            Message.objects.of_tenant(world.tenant.id)
+            .recall_readable_by(readers, narrowed_to=narrowed)
+            .values_list("conversation__thread_id", flat=True)
+        )
+        both = {r.conversation_id for r in rows if is_recall_readable_by(r, narrowed)} & expected
+        assert narrowed_in_sql == both
+        assert narrowed_messages == both
 
     check()

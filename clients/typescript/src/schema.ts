@@ -1053,6 +1053,8 @@ export interface components {
             valid_at?: string;
             /** @default 10 */
             top_k?: number;
+            /** @description Narrow to these readers (the seed's `readers`): a hit is a fact these and the credential's readers may both read, guarded in the query before `top_k`; `{}`: tenant-wide facts only. Absent: the credential's readers. */
+            readers?: components["schemas"]["ReadersInputRequest"];
         };
         FactSearchOutput: {
             hits: components["schemas"]["SearchHitOutput"][];
@@ -1335,6 +1337,25 @@ export interface components {
             link: components["schemas"]["LinkOutput"];
             fact: components["schemas"]["FactOutput"];
         };
+        /**
+         * @description Readers a read is narrowed to (the seed's `MemoryReaders`, as `GET /v1/me` names them):
+         *     a row is returned only if these readers may read it *and* the credential's may
+         *     (`kindmem.guards`). Nothing here widens a credential: an id it does not read, or `all`,
+         *     narrows nothing further. `{}` reads tenant-wide facts only (the seed's absent readers).
+         */
+        ReadersInputRequest: {
+            /**
+             * @description Narrows nothing.
+             * @default false
+             */
+            all?: boolean;
+            project_ids?: string[];
+            org_ids?: string[];
+            user_ids?: string[];
+            participant_ids?: string[];
+            thread_ids?: string[];
+            on_behalf_of_project_ids?: string[];
+        };
         ReadersOutput: {
             all: boolean;
             project_ids: string[];
@@ -1398,6 +1419,8 @@ export interface components {
             query?: string;
             /** @default 10 */
             top_k?: number;
+            /** @description Narrow to these readers (the seed's `readers`): a hit is a message of a conversation these and the credential's readers may both recall, guarded in the query before `top_k`; `{}` recalls nothing. Absent: the credential's readers. */
+            readers?: components["schemas"]["ReadersInputRequest"];
         };
         RecallOutput: {
             hits: components["schemas"]["RecallHitOutput"][];
@@ -3506,6 +3529,8 @@ export interface operations {
                 org_id?: string;
                 participant_id?: string;
                 project_id?: string;
+                /** @description Narrow to these readers, a JSON object: all, project_ids, org_ids, user_ids, participant_ids, thread_ids, on_behalf_of_project_ids (lists of ids). A fact is listed only if these readers and the credential's may both read it; `{}`: tenant-wide facts only. */
+                readers?: string;
                 session_id?: string;
                 tag?: string;
                 thread_id?: string;

@@ -42,6 +42,7 @@ export type AnswerOf<P extends keyof paths, M extends Method> =
 
 export type WhoAmI = Schemas['WhoAmIOutput'];
 export type Readers = Schemas['ReadersOutput'];
+export type ReadersInput = Schemas['ReadersInputRequest'];
 export type Capabilities = Schemas['CapabilitiesOutput'];
 export type RunMint = Schemas['RunMintOutput'];
 export type Run = Schemas['RunOutput'];

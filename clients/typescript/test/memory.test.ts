@@ -16,7 +16,7 @@ import {
   type TenantId,
 } from 'kindmem-client/memory';
 
-import { adminClient, appClient, live, mint, person, stubFetch } from './support.js';
+import { adminClient, appClient, json, live, mint, person, stubFetch } from './support.js';
 
 /** A run for a new end user, its client and its binding, with the binding's tenant and readers. */
 async function bound(url = live().url) {
@@ -168,42 +168,240 @@ describe('reads: the guard in the query, before the limit', () => {
 });
 
 describe('readers come from the token', () => {
-  test('a wider set is refused with the seed’s error, before anything is read', async () => {
-    const participant = person('cust');
-    const { token } = await mint(participant);
+  test('a wider set is sent to kindmem and intersected with the token’s: never more read', async () => {
+    // given a run for an end user, their fact and another end user's
+    const b = await bound();
+    const type = ownType('wider');
+    const someoneElse = person('someone-else');
+    const app = appClient();
+    for (const [who, text] of [
+      [b.participant, 'mine'],
+      [someoneElse, 'theirs'],
+    ] as const) {
+      await app.createFact({
+        type,
+        content: { text: `${text} wider tea` },
+        scope: { project_id: live().project, participant_id: who },
+      });
+    }
     const { fetch, sent } = stubFetchThrough();
-    const memory = new KindmemMemory(new KindmemClient(token, { baseUrl: live().url, fetch }));
-    const tenantId = await memory.tenantId();
-    const readers = await memory.readers();
+    const memory = new KindmemMemory(new KindmemClient(b.token, { baseUrl: live().url, fetch }));
+    const readers = b.readers;
     const wider: MemoryReaders[] = [
-      { ...readers, participantIds: [participant, 'someone-else'] },
+      { ...readers, participantIds: [b.participant, someoneElse] },
       { all: true },
       { ...readers, onBehalfOfProjectIds: readers.projectIds ?? [] },
     ];
     for (const given of wider) {
-      const results = [
-        await memory.listFacts({ tenantId, readers: given }),
-        await memory.searchByKeyword({ tenantId, readers: given, query: 'tea' }),
+      // when the run reads with readers reaching past its token's
+      const listed = unwrap(await memory.listFacts({ tenantId: b.tenantId, readers: given, type }));
+      const found = unwrap(
+        await memory.searchByKeyword({ tenantId: b.tenantId, readers: given, type, query: 'tea' }),
+      );
+      const recalled = unwrap(
         await memory.searchConversations({
-          tenantId,
+          tenantId: b.tenantId,
           readers: given,
-          selections: [{ agentId: live().agent }],
+          selections: [{ agentId: live().agent, participantId: someoneElse }],
           mode: 'list',
           topK: 5,
         }),
-      ];
-      for (const result of results) {
-        assert.equal(result.kind, 'err');
-        if (result.kind !== 'err' || result.error.code !== 'persistence-error')
-          assert.fail(JSON.stringify(result));
-        assert.match(result.error.message, /reach beyond its credential/);
-        assert.equal((result.error.cause as { code: string }).code, 'forbidden');
-      }
+      );
+      // then it reads its own end user's fact only, never the other's
+      assert.deepEqual(
+        listed.map((f) => f.content),
+        [{ text: 'mine wider tea' }],
+      );
+      assert.deepEqual(
+        found.map((h) => h.fact.content),
+        [{ text: 'mine wider tea' }],
+      );
+      assert.deepEqual(recalled, []);
     }
-    // only GET /v1/me was sent: nothing was read with a wider set
+    // and the narrowings went to kindmem with the reads (`all` narrows nothing: not sent)
+    const narrowed = sent
+      .filter((s) => s.url.pathname === '/v1/facts/search')
+      .map(
+        (s) => (JSON.parse(s.body ?? '{}') as { readers?: { participant_ids: string[] } }).readers,
+      );
+    assert.deepEqual(narrowed[0]?.participant_ids, [b.participant, someoneElse]);
+    assert.equal(narrowed[1], undefined);
+    const listedWith = sent
+      .filter((s) => s.url.pathname === '/v1/facts')
+      .map((s) => s.url.searchParams.get('readers'));
+    assert.ok(listedWith[0]?.includes(someoneElse));
+    assert.equal(listedWith[1], null);
+  });
+
+  test('the readers sent: as handed, without ids kindmem never gives, none when they narrow nothing', async () => {
+    const P = '3f2b8c1e-0000-4000-8000-000000000001';
+    const Q = '3f2b8c1e-0000-4000-8000-000000000002';
+    const credential = {
+      all: false,
+      project_ids: [P],
+      org_ids: [],
+      user_ids: [],
+      participant_ids: [],
+      thread_ids: [],
+      on_behalf_of_project_ids: [P],
+    };
+    const { fetch, sent } = stubFetch((request) =>
+      request.url.pathname === '/v1/me'
+        ? json(200, {
+            kind: 'app',
+            tenant_id: P,
+            principal: 'app:1',
+            run_id: null,
+            readers: credential,
+          })
+        : json(200, { hits: [] }),
+    );
+    const memory = new KindmemMemory(
+      new KindmemClient('kmk_test', { baseUrl: 'http://kindmem.test', fetch }),
+    );
+    const tenantId = await memory.tenantId();
+    const search = async (readers?: MemoryReaders) => {
+      unwrap(
+        await memory.searchByKeyword({
+          tenantId,
+          query: 'tea',
+          topK: 500,
+          ...(readers ? { readers } : {}),
+        }),
+      );
+      const body = JSON.parse(sent.at(-1)?.body ?? '{}') as { readers?: unknown; top_k: number };
+      assert.equal(body.top_k, 100); // kindmem's deepest page, the guard and narrowing before it
+      return body.readers;
+    };
+    // a narrower set, its ids as kindmem keeps them; a not-UUID or upper-case project id
+    // and an overlong participant id can match no kindmem container, as the seed compares
     assert.deepEqual(
-      sent.map((s) => `${s.method} ${s.url.pathname}`),
-      ['GET /v1/me'],
+      await search({
+        projectIds: [P, Q, 'not-a-uuid', P.toUpperCase()] as never,
+        participantIds: ['cust-7', 'cust-7', 'x'.repeat(201)],
+      }),
+      {
+        project_ids: [P, Q],
+        org_ids: [],
+        user_ids: [],
+        participant_ids: ['cust-7'],
+        thread_ids: [],
+        on_behalf_of_project_ids: [],
+      },
+    );
+    // no readers at all: tenant-wide facts only, as the seed says
+    assert.deepEqual(await search(), {
+      project_ids: [],
+      org_ids: [],
+      user_ids: [],
+      participant_ids: [],
+      thread_ids: [],
+      on_behalf_of_project_ids: [],
+    });
+    // the token's own readers, or all: nothing to narrow, nothing sent
+    assert.equal(await search(await memory.readers()), undefined);
+    assert.equal(await search({ all: true }), undefined);
+  });
+
+  test("an app key handed a run's narrower readers reads what the run reads, below 100 better hits", async () => {
+    // given a run's end user with three facts, and 105 better matches about someone else,
+    // newer, in the same project (the app key reads them all)
+    const b = await bound();
+    const type = ownType('ranked');
+    const app = appClient();
+    for (const n of [1, 2, 3]) {
+      await app.createFact({
+        type,
+        content: { text: `note ${n} about oolong tea` },
+        scope: { project_id: live().project, participant_id: b.participant },
+      });
+    }
+    const admin = adminClient(); // its own write budget
+    const stranger = person('stranger');
+    for (let start = 0; start < 105; start += 15) {
+      await Promise.all(
+        Array.from({ length: 15 }, (_, i) =>
+          admin.createFact({
+            type,
+            content: { text: `oolong tea oolong tea ${start + i}` },
+            scope: { project_id: live().project, participant_id: stranger },
+          }),
+        ),
+      );
+    }
+    const asApp = new KindmemMemory(app);
+    const own = (facts: readonly { scope: { participantId?: string } }[]) =>
+      facts.filter((f) => f.scope.participantId === b.participant).length;
+    // (with its own readers, the app's top 100 holds none of the three)
+    const appReaders = await asApp.readers();
+    const plain = unwrap(
+      await asApp.searchByKeyword({
+        tenantId: b.tenantId,
+        readers: appReaders,
+        type,
+        query: 'oolong tea',
+        topK: 100,
+      }),
+    );
+    assert.equal(plain.length, 100);
+    assert.equal(own(plain.map((h) => h.fact)), 0);
+
+    // when the app's binding reads with the run's readers
+    const found = unwrap(
+      await asApp.searchByKeyword<{ text: string }>({
+        tenantId: b.tenantId,
+        readers: b.readers,
+        type,
+        query: 'oolong tea',
+        topK: 10,
+      }),
+    );
+    const listed = unwrap(
+      await asApp.listFacts({ tenantId: b.tenantId, readers: b.readers, type, limit: 10 }),
+    );
+
+    // then no persistence-error: the three facts the run may read, and nothing else
+    assert.deepEqual(found.map((h) => h.fact.content?.text).sort(), [
+      'note 1 about oolong tea',
+      'note 2 about oolong tea',
+      'note 3 about oolong tea',
+    ]);
+    assert.deepEqual(
+      listed.map((f) => f.content),
+      [
+        { text: 'note 3 about oolong tea' },
+        { text: 'note 2 about oolong tea' },
+        { text: 'note 1 about oolong tea' },
+      ],
+    );
+  });
+
+  test("an app key narrowed to a run's readers recalls that end user's conversation only", async () => {
+    // given the run's conversation and another end user's, both the app's
+    const b = await bound();
+    const other = await mint(person('cust'));
+    await b.agent.appendMessages(`${b.participant}-thread`, {
+      messages: [{ role: 'user', text: 'my parcel is late' }],
+    });
+    await other.agent.appendMessages(`${other.run.participant_id}-thread`, {
+      messages: [{ role: 'user', text: 'their parcel is late' }],
+    });
+    const asApp = new KindmemMemory(appClient());
+    // when the app recalls with the run's readers
+    const recalled = unwrap(
+      await asApp.searchConversations({
+        tenantId: b.tenantId,
+        readers: b.readers,
+        selections: [{ agentId: live().agent }],
+        mode: 'keyword',
+        query: 'parcel late',
+        topK: 5,
+      }),
+    );
+    // then only the run's end user's words come back
+    assert.deepEqual(
+      recalled.map((h) => h.message.text),
+      ['my parcel is late'],
     );
   });
 

@@ -40,7 +40,7 @@ test("README's binding example does what it says", async () => {
   assert.deepEqual(await printed('example-2.js'), [
     'created replayed',
     "[ { text: 'Prefers email to phone calls' } ]",
-    'persistence-error',
+    '1 0',
   ]);
 });
 

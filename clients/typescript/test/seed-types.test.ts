@@ -102,21 +102,6 @@ describe("the seed's guards", () => {
     );
   });
 
-  test('readersBeyond names what a set grants past the credential, field by field', () => {
-    const run: seed.MemoryReaders = { projectIds: [P], participantIds: ['cust'] };
-    assert.deepEqual(memory.readersBeyond({ projectIds: [P] }, run), []);
-    assert.deepEqual(memory.readersBeyond({}, run), []);
-    assert.deepEqual(memory.readersBeyond({ participantIds: ['cust', 'x'] }, run), [
-      'participantIds: x',
-    ]);
-    assert.deepEqual(memory.readersBeyond({ all: true }, run), ['all']);
-    assert.deepEqual(memory.readersBeyond({ all: true }, { all: true }), []);
-    assert.deepEqual(memory.readersBeyond({ projectIds: [P] }, { onBehalfOfProjectIds: [P] }), []);
-    assert.deepEqual(memory.readersBeyond({ onBehalfOfProjectIds: [P] }, { projectIds: [P] }), [
-      'onBehalfOfProjectIds: p-1',
-    ]);
-  });
-
   test("the seed's thirteen log kinds", () => {
     assert.equal(memory.LOG_KINDS.length, 13);
     assert.ok(memory.LOG_KINDS.includes('tool-call'));

@@ -77,6 +77,7 @@ __all__ = [
     "PhaseEnum",
     "Reached",
     "Readers",
+    "ReadersInput",
     "ReasonEnum",
     "ReasonsEnum",
     "Recall",
@@ -470,6 +471,7 @@ class FactSearchInput(TypedDict):
     tags: NotRequired[list[str]]
     valid_at: NotRequired[str]
     top_k: NotRequired[int]
+    readers: NotRequired[ReadersInput]
 
 
 FactSearchInputModeEnum = Literal["keyword", "semantic", "hybrid"]
@@ -697,6 +699,21 @@ class Readers(TypedDict):
     on_behalf_of_project_ids: list[str]
 
 
+class ReadersInput(TypedDict):
+    """Readers a read is narrowed to (the seed's `MemoryReaders`, as `GET /v1/me` names them):
+    a row is returned only if these readers may read it *and* the credential's may
+    (`kindmem.guards`). Nothing here widens a credential: an id it does not read, or `all`,
+    narrows nothing further. `{}` reads tenant-wide facts only (the seed's absent readers)."""
+
+    all: NotRequired[bool]
+    project_ids: NotRequired[list[str]]
+    org_ids: NotRequired[list[str]]
+    user_ids: NotRequired[list[str]]
+    participant_ids: NotRequired[list[str]]
+    thread_ids: NotRequired[list[str]]
+    on_behalf_of_project_ids: NotRequired[list[str]]
+
+
 ReasonEnum = Literal["target-not-imported", "waits-for-review", "not-readable"]
 
 
@@ -728,6 +745,7 @@ class RecallInput(TypedDict):
     roles: NotRequired[list[RolesEnum]]
     query: NotRequired[str]
     top_k: NotRequired[int]
+    readers: NotRequired[ReadersInput]
 
 
 RecallInputModeEnum = Literal["list", "keyword", "semantic", "hybrid"]

@@ -2,13 +2,7 @@
 
 import type { KindmemClient } from '../client.js';
 import type * as api from '../types.js';
-import {
-  isReadableBy,
-  isRecallReadableBy,
-  readersBeyond,
-  sameReaders,
-  seedReaders,
-} from './guards.js';
+import { narrowing, seedReaders } from './guards.js';
 import {
   envelope,
   type Failed,
@@ -71,7 +65,7 @@ const ok = <T>(value: T): Result<T, MemoryError> => ({ kind: 'ok', value });
 const err = <T>(error: MemoryError): Result<T, MemoryError> => ({ kind: 'err', error });
 
 function refused(message: string, details: unknown): MemoryError {
-  // kindmem's own answer to a credential reaching past itself, as the seed's catch-all variant
+  // kindmem's own answer to a call reaching past the binding, as the seed's catch-all variant
   return { code: 'persistence-error', message, cause: { code: 'forbidden', message, details } };
 }
 
@@ -81,13 +75,12 @@ function refused(message: string, details: unknown): MemoryError {
  * changed. `client` carries the credential (a run token, for `remember` and the run's log; an
  * app or user key reads too).
  *
- * - **Readers come from the credential**, never from the caller: kindmem applies the
- *   credential's in SQL before any limit. The `readers` each call is handed are compared with
- *   the credential's (`GET /v1/me`, once): a set that reaches further is refused
- *   (`persistence-error`, its `cause` kindmem's `forbidden`), before anything is sent; a
- *   narrower one (no readers at all: only tenant-wide facts) is applied on top with the seed's
- *   guards, `listFacts` fetching further pages so that `limit` counts only what it lets through
- *   (a search asks kindmem for its deepest page, 100 hits, and keeps the first `topK` of them).
+ * - **Readers come from the credential**, never from the caller alone: kindmem applies the
+ *   credential's in SQL before any limit. The `readers` each call is handed narrow them: they
+ *   are sent with the read, and kindmem returns what both may read, guarded in the same query
+ *   before its limit (no readers at all: only tenant-wide facts, as the seed says). A set that
+ *   reaches past the credential's is intersected with them, never widened; one equal to them
+ *   (`GET /v1/me`, asked once) or `all` narrows nothing and is not sent.
  * - **Embeddings are kindmem's**: a semantic query is embedded by kindmem with the model its
  *   vectors are in, not by `embeddingRegistry`; an `embeddingModel` other than kindmem's is
  *   `unknown-embedding-model`, and kindmem without an embedder (`embedding-unavailable`) is the
@@ -125,21 +118,18 @@ export class KindmemMemory implements MemoryQueryBinding, MemoryRememberBinding 
     input: ListFactsInput,
   ): Promise<Result<readonly Fact<TContent>[], MemoryError>> {
     return this.#guarded(input.tenantId, {}, async (who) => {
-      const narrow = this.#narrowing(input.readers, who);
-      if ('refusal' in narrow) return err(narrow.refusal);
+      const readers = narrowed(input.readers, who);
       const query = scopeQuery(input.scope, who.tenantId);
       const limit = input.limit === undefined ? Number.POSITIVE_INFINITY : Math.floor(input.limit);
       if (query === null || limit <= 0) return ok([]);
-      const pageSize = narrow.readers === undefined ? Math.min(limit, MAX_PAGE) : MAX_PAGE;
       const facts: Fact<TContent>[] = [];
       for await (const found of this.#client.iterFacts({
         ...query,
         type: input.type,
-        limit: pageSize,
+        ...(readers ? { readers: JSON.stringify(readers) } : {}),
+        limit: Math.min(limit, MAX_PAGE),
       })) {
-        const fact = seedFact<TContent>(found, who.tenantId);
-        if (narrow.readers !== undefined && !isReadableBy(fact.scope, narrow.readers)) continue;
-        facts.push(fact);
+        facts.push(seedFact<TContent>(found, who.tenantId));
         if (facts.length >= limit) break;
       }
       return ok(facts);
@@ -173,8 +163,7 @@ export class KindmemMemory implements MemoryQueryBinding, MemoryRememberBinding 
   ): Promise<Result<readonly RecallHit[], MemoryError>> {
     const failed: Failed = { model: input.embeddingModel };
     return this.#guarded(input.tenantId, failed, async (who) => {
-      const narrow = this.#narrowing(input.readers, who);
-      if ('refusal' in narrow) return err(narrow.refusal);
+      const readers = narrowed(input.readers, who);
       const topK = Math.floor(input.topK);
       if (input.selections.length === 0 || topK <= 0) return ok([]);
       if (input.mode === 'semantic') {
@@ -186,16 +175,15 @@ export class KindmemMemory implements MemoryQueryBinding, MemoryRememberBinding 
         mode: input.mode,
         query: input.query,
         roles: input.roles ? [...input.roles] : undefined,
-        top_k: narrow.readers === undefined ? Math.min(topK, MAX_TOP_K) : MAX_TOP_K,
+        top_k: Math.min(topK, MAX_TOP_K),
+        readers,
       });
-      const hits: RecallHit[] = [];
-      for (const hit of answer.hits) {
-        const message = seedMessage(hit.message);
-        if (narrow.readers !== undefined && !isRecallReadableBy(message, narrow.readers)) continue;
-        hits.push(hit.score === null ? { message } : { message, score: hit.score });
-        if (hits.length >= topK) break;
-      }
-      return ok(hits);
+      return ok(
+        answer.hits.map((hit): RecallHit => {
+          const message = seedMessage(hit.message);
+          return hit.score === null ? { message } : { message, score: hit.score };
+        }),
+      );
     });
   }
 
@@ -271,8 +259,7 @@ export class KindmemMemory implements MemoryQueryBinding, MemoryRememberBinding 
     hitOf: (hit: api.SearchHit, fact: Fact<TContent>) => THit,
   ): Promise<Result<readonly THit[], MemoryError>> {
     return this.#guarded(input.tenantId, { model }, async (who) => {
-      const narrow = this.#narrowing(input.readers, who);
-      if ('refusal' in narrow) return err(narrow.refusal);
+      const readers = narrowed(input.readers, who);
       const scope = scopeQuery(input.scope, who.tenantId);
       const topK = Math.floor(input.topK ?? 10);
       if (scope === null || topK <= 0) return ok([]);
@@ -285,16 +272,10 @@ export class KindmemMemory implements MemoryQueryBinding, MemoryRememberBinding 
         mode,
         type: input.type,
         scope: Object.keys(scope).length > 0 ? scope : undefined,
-        top_k: narrow.readers === undefined ? Math.min(topK, MAX_TOP_K) : MAX_TOP_K,
+        top_k: Math.min(topK, MAX_TOP_K),
+        readers,
       });
-      const hits: THit[] = [];
-      for (const hit of answer.hits) {
-        const fact = seedFact<TContent>(hit.fact, who.tenantId);
-        if (narrow.readers !== undefined && !isReadableBy(fact.scope, narrow.readers)) continue;
-        hits.push(hitOf(hit, fact));
-        if (hits.length >= topK) break;
-      }
-      return ok(hits);
+      return ok(answer.hits.map((hit) => hitOf(hit, seedFact<TContent>(hit.fact, who.tenantId))));
     });
   }
 
@@ -335,25 +316,6 @@ export class KindmemMemory implements MemoryQueryBinding, MemoryRememberBinding 
     return this.#identity;
   }
 
-  /** The readers to apply on top of kindmem's (`undefined`: kindmem's are the same), or why not. */
-  #narrowing(
-    given: MemoryReaders | undefined,
-    who: Identity,
-  ): { readers?: MemoryReaders } | { refusal: MemoryError } {
-    const readers = given ?? {};
-    const beyond = readersBeyond(readers, who.readers);
-    if (beyond.length > 0) {
-      return {
-        refusal: refused(
-          `The readers handed to the binding reach beyond its credential's (${beyond.join(', ')}); ` +
-            'readers come from the credential, never from the caller.',
-          { beyond },
-        ),
-      };
-    }
-    return sameReaders(readers, who.readers) ? {} : { readers };
-  }
-
   /** `unknown-embedding-model` when the caller names a model kindmem does not embed with. */
   async #modelRefusal(model: string | undefined): Promise<MemoryError | undefined> {
     if (model === undefined) return undefined;
@@ -373,6 +335,11 @@ export class KindmemMemory implements MemoryQueryBinding, MemoryRememberBinding 
       known: [served],
     };
   }
+}
+
+/** The readers a call is handed (none: only tenant-wide facts) as kindmem's narrowing. */
+function narrowed(given: MemoryReaders | undefined, who: Identity) {
+  return narrowing(given ?? {}, who.readers);
 }
 
 function retrievalHit<TContent>(hit: api.SearchHit, fact: Fact<TContent>): RetrievalHit<TContent> {

@@ -1,11 +1,11 @@
 // The seed's guards (`isReadableBy`, `isRecallReadableBy`, from its readers.ts and recall.ts),
-// and how the readers a caller hands the binding compare with its credential's.
+// and the readers a caller hands the binding as kindmem's narrowing of a read.
 //
-// kindmem applies the credential's readers in SQL, before any limit, on every read. The binding
-// never sends readers (kindmem would not take them: readers come from the credential): it
-// compares the ones it is handed with the credential's (`GET /v1/me`) and refuses a set that
-// reaches further. A narrower set (a missing field grants nothing; no readers at all, only
-// tenant-wide facts) is applied by the binding with these guards, on what kindmem answered.
+// kindmem applies the credential's readers in SQL, before any limit, on every read. Readers a
+// caller hands the binding are sent with the read (`readers`): kindmem returns what both they
+// and the credential's may read, guarded in the same query before its limit, so a narrower
+// reader gets its whole top k, and a set reaching past the credential is intersected with it,
+// never widened. The guards here are the seed's, for code that checks a scope itself.
 
 import type {
   MemoryReaders,
@@ -16,7 +16,7 @@ import type {
   ThreadId,
   UserId,
 } from './seed.js';
-import type { Readers } from '../types.js';
+import type { Readers, ReadersInput } from '../types.js';
 
 /** The seed's scope guard (its readers.ts), case for case. */
 export function isReadableBy(scope: MemoryScope, readers: MemoryReaders): boolean {
@@ -80,40 +80,52 @@ export function seedReaders(readers: Readers): MemoryReaders {
   };
 }
 
+/** A canonical UUID as kindmem spells its ids (lower case). */
+const KINDMEM_UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+/** kindmem's longest participant or thread id. */
+const MAX_ID = 200;
+
 /**
- * What `given` grants that `credential` does not, one line per grant (`[]`: nothing). Field by
- * field, conservatively: a project the credential reads for all of its end users
- * (`onBehalfOfProjectIds`) covers the same project among `projectIds`; nothing else stands in
- * for another field, so a set reported within never reads a fact (or recalls a message) the
- * credential could not, by either guard.
+ * The readers a call is handed, as kindmem's narrowing (`readers` of a search, a list, a
+ * recall), or `undefined` when they narrow nothing: `all`, or the credential's own. Ids that no
+ * kindmem container can have (a project, org or user id that is not a lower-case UUID, a
+ * participant or thread id longer than kindmem keeps) are left out: the seed compares ids as
+ * strings, so they could match nothing here anyway.
  */
-export function readersBeyond(given: MemoryReaders, credential: MemoryReaders): string[] {
-  if (credential.all === true) return [];
-  if (given.all === true) return ['all'];
-  const beyond: string[] = [];
-  const check = (
-    field: keyof MemoryReaders,
-    ids: readonly string[] | undefined,
-    allowed: readonly string[],
-  ) => {
-    for (const id of ids ?? []) if (!allowed.includes(id)) beyond.push(`${field}: ${id}`);
+export function narrowing(
+  given: MemoryReaders,
+  credential: MemoryReaders,
+): ReadersInput | undefined {
+  if (given.all === true || sameReaders(given, credential)) return undefined;
+  const uuids = (ids: readonly string[] | undefined) =>
+    [...new Set(ids ?? [])].filter((id) => KINDMEM_UUID.test(id));
+  const texts = (ids: readonly string[] | undefined) =>
+    [...new Set(ids ?? [])].filter((id) => id.length <= MAX_ID);
+  return {
+    project_ids: uuids(given.projectIds),
+    org_ids: uuids(given.orgIds),
+    user_ids: uuids(given.userIds),
+    participant_ids: texts(given.participantIds),
+    thread_ids: texts(given.threadIds),
+    on_behalf_of_project_ids: uuids(given.onBehalfOfProjectIds),
   };
-  const onBehalf = (credential.onBehalfOfProjectIds ?? []) as readonly string[];
-  check('projectIds', given.projectIds, [
-    ...((credential.projectIds ?? []) as readonly string[]),
-    ...onBehalf,
-  ]);
-  check('orgIds', given.orgIds, (credential.orgIds ?? []) as readonly string[]);
-  check('userIds', given.userIds, (credential.userIds ?? []) as readonly string[]);
-  check('participantIds', given.participantIds, credential.participantIds ?? []);
-  check('threadIds', given.threadIds, (credential.threadIds ?? []) as readonly string[]);
-  check('onBehalfOfProjectIds', given.onBehalfOfProjectIds, onBehalf);
-  return beyond;
 }
 
-/** Whether `given` grants exactly what `credential` does (then kindmem's guard is the one). */
-export function sameReaders(given: MemoryReaders, credential: MemoryReaders): boolean {
+/** Whether two sets of readers grant exactly the same, field by field. */
+function sameReaders(a: MemoryReaders, b: MemoryReaders): boolean {
+  if ((a.all === true) !== (b.all === true)) return false;
+  if (a.all === true) return true;
+  const same = (x: readonly string[] | undefined, y: readonly string[] | undefined) => {
+    const left = new Set(x ?? []);
+    const right = new Set(y ?? []);
+    return left.size === right.size && [...left].every((id) => right.has(id));
+  };
   return (
-    readersBeyond(given, credential).length === 0 && readersBeyond(credential, given).length === 0
+    same(a.projectIds, b.projectIds) &&
+    same(a.orgIds, b.orgIds) &&
+    same(a.userIds, b.userIds) &&
+    same(a.participantIds, b.participantIds) &&
+    same(a.threadIds, b.threadIds) &&
+    same(a.onBehalfOfProjectIds, b.onBehalfOfProjectIds)
   );
 }

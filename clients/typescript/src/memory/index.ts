@@ -2,6 +2,6 @@
 // `MemoryRememberBinding`) over kindmem, and the seed's declarations they implement.
 
 export { KindmemMemory, type KindmemMemoryOptions, type SearchHybridInput } from './binding.js';
-export { isReadableBy, isRecallReadableBy, readersBeyond } from './guards.js';
+export { isReadableBy, isRecallReadableBy } from './guards.js';
 export { ENVELOPE } from './mapping.js';
 export * from './seed.js';
