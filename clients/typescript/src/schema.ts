@@ -1377,11 +1377,12 @@ export interface components {
          *     * `instruction-like` - instruction-like
          *     * `hidden-characters` - hidden-characters
          *     * `verified-slot` - verified-slot
+         *     * `asserted-overwrite` - asserted-overwrite
          *     * `contradiction` - contradiction
          *     * `extracted` - extracted
          * @enum {string}
          */
-        ReasonsEnum: "wide-scope" | "instruction-like" | "hidden-characters" | "verified-slot" | "contradiction" | "extracted";
+        ReasonsEnum: "wide-scope" | "instruction-like" | "hidden-characters" | "verified-slot" | "asserted-overwrite" | "contradiction" | "extracted";
         RecallHitOutput: {
             message: components["schemas"]["RecalledMessageOutput"];
             /**
@@ -1701,10 +1702,11 @@ export interface operations {
                  *     * `instruction-like` - instruction-like
                  *     * `hidden-characters` - hidden-characters
                  *     * `verified-slot` - verified-slot
+                 *     * `asserted-overwrite` - asserted-overwrite
                  *     * `contradiction` - contradiction
                  *     * `extracted` - extracted
                  */
-                reason?: "wide-scope" | "instruction-like" | "hidden-characters" | "verified-slot" | "contradiction" | "extracted";
+                reason?: "wide-scope" | "instruction-like" | "hidden-characters" | "verified-slot" | "asserted-overwrite" | "contradiction" | "extracted";
                 /**
                  * @description * `pending` - waiting for a reviewer
                  *     * `approved` - approved: readable, still unverified

@@ -722,6 +722,7 @@ ReasonsEnum = Literal[
     "instruction-like",
     "hidden-characters",
     "verified-slot",
+    "asserted-overwrite",
     "contradiction",
     "extracted",
 ]
