@@ -26,7 +26,7 @@ logger = logging.getLogger("config.supervisor")
 
 class Command(BaseCommand):
     help = (
-        "Run kindmem on one machine: web (gunicorn), the MCP server (uvicorn, config.asgi),"
+        "Run kindmem on one machine: web (gunicorn's asgi workers), the MCP server (uvicorn),"
         " a Celery worker, beat, demo data."
     )
 
@@ -133,8 +133,10 @@ class Command(BaseCommand):
                     ),
                 )
             )
-        # gunicorn's own refusals (limits, malformed requests) in kindmem's error shape
-        web = [python, "-m", "gunicorn", "-c", "python:config.gunicorn_conf", "config.wsgi"]
+        # gunicorn's asgi workers (no slow client pins one) with its own refusals (limits,
+        # malformed requests) in kindmem's error shape: config/gunicorn_conf.py
+        web = [python, "-m", "gunicorn", "-c", "python:config.gunicorn_conf"]
+        web += ["config.asgi:application"]
         web += ["--bind", f"{host}:{port}"]
         # no control socket: its default path (~/.gunicorn) is shared by every gunicorn of the user
         web += ["--workers", str(settings.WEB_WORKERS), "--access-logfile", "-"]
@@ -147,8 +149,8 @@ class Command(BaseCommand):
         # one worker per broker here: nothing to synchronise with (mingle) or gossip to
         worker += ["--without-mingle", "--without-gossip"]
         beat = [*celery, "beat", "--loglevel", level]
-        # The ASGI app (config/asgi.py): the MCP server at /mcp, beside the same Django app.
-        # gunicorn keeps serving the API: uvicorn's own refusals are not in the error shape.
+        # The ASGI app (config/asgi.py): the MCP server at /mcp, beside the same Django app, on
+        # a port of its own (its clients hold longer requests; see config/mcp_server.py).
         mcp = [python, "-m", "uvicorn", "config.asgi:application", "--host", host]
         mcp += ["--port", str(mcp_port), "--workers", str(settings.MCP_WORKERS)]
         # each kind of process names itself to PostgreSQL (pg_stat_activity.application_name)
