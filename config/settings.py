@@ -248,7 +248,7 @@ MEMORY_FILES_MAX = env_int("KINDMEM_MEMORY_FILES_MAX", 1000)
 if MEMORY_FILES_MAX < 1:
     raise ImproperlyConfigured("KINDMEM_MEMORY_FILES_MAX must be 1 or more")
 
-# `kindmem run`'s processes: gunicorn's sync workers (the REST API and the console) and
+# `kindmem run`'s processes: gunicorn's asgi workers (the REST API and the console) and
 # uvicorn's (the MCP server), chosen by bench/load.py (bench/README.md).
 WEB_WORKERS = env_int("KINDMEM_WEB_WORKERS", 2)
 MCP_WORKERS = env_int("KINDMEM_MCP_WORKERS", 2)
