@@ -31,6 +31,7 @@ from __future__ import annotations
 import gc
 import json
 import logging
+import os
 import socket
 import threading
 from http import HTTPStatus
@@ -38,6 +39,7 @@ from typing import Any
 
 from gunicorn import util
 from gunicorn.asgi import protocol as asgi_protocol
+from gunicorn.workers import gasgi
 
 logger = logging.getLogger(__name__)
 
@@ -99,6 +101,49 @@ def send_json_error(self: Any, status: int, message: str, extra_headers: Any = (
 
 util.write_error = write_json_error
 asgi_protocol.ASGIProtocol._send_error_response = send_json_error  # type: ignore[method-assign]
+
+# A connection's first request head must be whole within this many seconds (408, closed); the
+# heads after it are bounded by `keepalive`, whose timer gunicorn arms after each answer. A head
+# that never ends holds no worker here, but would hold its socket for ever.
+HEAD_TIMEOUT_SECONDS = float(os.environ.get("KINDMEM_HEAD_TIMEOUT_SECONDS") or 10)
+
+
+class HeadDeadlineProtocol(asgi_protocol.ASGIProtocol):
+    """The asgi worker's connection, closed (408) when its first head is not whole in time."""
+
+    _head_deadline: Any = None
+
+    def connection_made(self, transport: Any) -> None:
+        super().connection_made(transport)
+        if self._callback_parser is not None:  # HTTP/1 (HTTP/2 frames have their own timers)
+            self._head_deadline = self.worker.loop.call_later(HEAD_TIMEOUT_SECONDS, self._head_late)
+
+    def _on_headers_complete(self) -> Any:
+        self._cancel_head_deadline()
+        return super()._on_headers_complete()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._cancel_head_deadline()
+        super().connection_lost(exc)
+
+    def _cancel_head_deadline(self) -> None:
+        if self._head_deadline is not None:
+            self._head_deadline.cancel()
+            self._head_deadline = None
+
+    def _head_late(self) -> None:
+        self._head_deadline = None
+        if self._closed or self._current_request is not None:
+            return
+        self._send_error_response(
+            408, f"The request head did not arrive within {HEAD_TIMEOUT_SECONDS:g} s."
+        )
+        self._close_transport()
+        if self._request_ready is not None:  # wake the connection's loop to see it closed
+            self._request_ready.set()
+
+
+gasgi.ASGIProtocol = HeadDeadlineProtocol  # type: ignore[misc]
 
 
 def post_worker_init(worker: Any) -> None:

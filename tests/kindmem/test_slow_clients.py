@@ -202,3 +202,27 @@ def test_mcp_bodies_that_are_too_large_or_too_slow_are_refused_in_the_error_shap
     assert codes == ["request-too-large", "request-too-large", "validation-error"]
     for _, body in answers:
         assert set(json.loads(body)) == {"code", "message", "details"}
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_request_head_that_never_ends_is_closed_408_and_a_whole_one_is_served() -> None:
+    # given: the web with a 2 s deadline for a connection's first head
+    with web_server(env={"KINDMEM_HEAD_TIMEOUT_SECONDS": "2"}) as base:
+        server = address(base)
+        # when: one client sends half a head, a byte more a second later, then nothing
+        started = time.monotonic()
+        slow = open_raw(server, b"GET /v1/me HTTP/1.1\r\nHost: 127.0.0.1\r\n")
+        time.sleep(1)
+        slow.sendall(b"X")
+        status, body = read_answer(slow)
+        # then: it is answered 408 in the error shape and closed, about 2 s after it connected
+        assert status == 408
+        assert json.loads(body)["code"] == "validation-error"
+        assert 1.5 < time.monotonic() - started < 6
+        # and a whole head sent slowly, within the deadline, is served
+        whole = open_raw(server, b"GET /v1/me HTTP/1.1\r\nHost: 127.0.0.1\r\n")
+        time.sleep(1)
+        whole.sendall(b"Connection: close\r\n\r\n")
+        status, body = read_answer(whole)
+        assert status == 401
+        assert json.loads(body)["code"] == "unauthenticated"
