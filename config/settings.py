@@ -269,8 +269,8 @@ RUN_TOKEN_TTL_SECONDS = env_int("KINDMEM_RUN_TOKEN_TTL_SECONDS", 3600)
 # open at /mcp at once (a GET's event stream, a POST until it is answered); all the event streams
 # the process holds open; how long one waits on its client (the next bytes of a body, or
 # anything at all on an event stream, which a stateless server never writes to) before it is
-# closed.
-MCP_STREAMS_PER_CREDENTIAL = env_int("KINDMEM_MCP_STREAMS_PER_CREDENTIAL", 4)
+# closed. Eight as KINDMEM_CREDENTIAL_CONCURRENCY: a tool call is one request of the credential.
+MCP_STREAMS_PER_CREDENTIAL = env_int("KINDMEM_MCP_STREAMS_PER_CREDENTIAL", 8)
 MCP_MAX_STREAMS = env_int("KINDMEM_MCP_MAX_STREAMS", 256)
 MCP_STREAM_IDLE_SECONDS = env_int("KINDMEM_MCP_STREAM_IDLE_SECONDS", 30)
 if MCP_STREAMS_PER_CREDENTIAL < 1 or MCP_MAX_STREAMS < 1 or MCP_STREAM_IDLE_SECONDS < 1:
