@@ -176,18 +176,16 @@ class Command(BaseCommand):
 
 
 def _wait_for_web(host: str, port: int, stopping: Callable[[], bool]) -> None:
-    """Until the web answers (60 s at most: past that, the supervisor's log says why)."""
+    """Until the web's /healthz answers 200 (60 s at most: past that, the supervisor's log and
+    /healthz say why), so that what is printed next works at once."""
     from urllib.error import URLError
     from urllib.request import urlopen
 
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline and not stopping():
         try:
-            with urlopen(f"http://{host}:{port}/healthz", timeout=2):
+            with urlopen(f"http://{host}:{port}/healthz", timeout=5):
                 return
-        except URLError as error:
-            if getattr(error, "code", None):  # an HTTP answer (503 too) is an answer
-                return
-        except OSError:
+        except (URLError, OSError):
             pass
         time.sleep(0.2)
