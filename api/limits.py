@@ -67,8 +67,7 @@ class CredentialConcurrencyMiddleware:
     process, reads and MCP tool calls included (each tool call is a /v1 request here); the next
     is answered 429 `rate-limited` with Retry-After, before it takes a database connection. So
     one busy or hostile client cannot take every connection of an ASGI process's pool from the
-    others. Counted per process, in memory: a gunicorn sync worker runs one request at a time,
-    so there the bound is the number of workers; the write throttle counts across processes.
+    others. Counted per process, in memory; the write throttle counts across processes.
     Keyed by the credential's prefix as presented, before it is checked: a made-up credential
     is one more key, and costs at most its one lookup."""
 

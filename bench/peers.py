@@ -229,7 +229,7 @@ def start_server(port: int, embedder: str, broker_url: str) -> subprocess.Popen[
             "gunicorn",
             "-c",
             "python:config.gunicorn_conf",
-            "config.wsgi",
+            "config.asgi:application",
             "--bind",
             f"127.0.0.1:{port}",
             "--workers",

@@ -15,7 +15,7 @@ tenant (its admin: 100% of the tenant; an app key of one project: ~5%; a run for
   mode, top_k = 10;
 - recall@10 of the indexed semantic leg (HNSW, iterative scan) and of hybrid, against the
   same search with index scans off (an exact scan of the readable set), same vectors;
-- p50/p95/p99 of the whole HTTP request (gunicorn, 2 workers, local query embedding), and
+- p50/p95/p99 of the whole HTTP request (gunicorn's asgi workers, 2, local query embedding), and
   throughput with 2 client processes;
 - single-text query embedding latency.
 
@@ -211,7 +211,9 @@ def start_server(port: int, embedder: str) -> subprocess.Popen[bytes]:
             sys.executable,
             "-m",
             "gunicorn",
-            "config.wsgi",
+            "-c",
+            "python:config.gunicorn_conf",
+            "config.asgi:application",
             "--bind",
             f"127.0.0.1:{port}",
             "--workers",

@@ -2,7 +2,8 @@
 
     uvicorn config.asgi:application --host 127.0.0.1 --port 8001
 
-`kindmem run` starts it so beside gunicorn (README "MCP server"). Requests to `/mcp` go to the
+`kindmem run` starts it so for the MCP server, and under gunicorn's asgi workers for the API and
+the console (config/gunicorn_conf.py; README "MCP server"). Requests to `/mcp` go to the
 MCP server (config/mcp_server.py), whose tools call the API's own routes through Django's ASGI
 handler in this process; everything else goes to Django. The lifespan runs the MCP SDK's
 session manager; Django needs none.
@@ -30,7 +31,7 @@ django_app = get_asgi_application()
 # pgvector 0.8, or as a login that row security does not confine.
 from django.conf import settings  # noqa: E402
 
-from config.admission import admitting  # noqa: E402
+from config.admission import Admission, admitting  # noqa: E402
 from config.collector import tune_for_serving  # noqa: E402
 from config.durability import assert_confined_login, assert_durable_database  # noqa: E402
 from config.mcp_server import MCP_PATH, mcp_app  # noqa: E402
@@ -58,15 +59,21 @@ else:
     with ThreadPoolExecutor(max_workers=1) as pool:
         pool.submit(_refuse_unsafe_database).result()
 
-mcp = mcp_app()
+# Past KINDMEM_MAX_IN_FLIGHT requests at once, the next is answered 503 (config/admission.py).
+admission = Admission(settings.MAX_IN_FLIGHT)
+mcp = mcp_app(admission)
 
 # As config.wsgi: what is loaded now lives as long as the process (config/collector.py).
 tune_for_serving()
 
 
-async def route(scope: Scope, receive: Receive, send: Send) -> None:
+def is_mcp(scope: Scope) -> bool:
     path = scope.get("path", "")
-    if scope["type"] == "lifespan" or path == MCP_PATH or path.startswith(MCP_PATH + "/"):
+    return path == MCP_PATH or path.startswith(MCP_PATH + "/")
+
+
+async def route(scope: Scope, receive: Receive, send: Send) -> None:
+    if scope["type"] == "lifespan" or is_mcp(scope):
         await mcp(scope, receive, send)
     else:
         # Django's stubs type the ASGI scope and send more narrowly than the spec
@@ -74,7 +81,10 @@ async def route(scope: Scope, receive: Receive, send: Send) -> None:
 
 
 # Past KINDMEM_MAX_IN_FLIGHT requests at once, the next is answered 503 (config/admission.py);
-# a body past KINDMEM_MAX_BODY_BYTES, declared or chunked, 413 (config/request_bodies.py).
+# a body past KINDMEM_MAX_BODY_BYTES, declared or chunked, 413 (config/request_bodies.py). The
+# MCP server admits its own requests, once their credential is checked and body read.
 application = admitting(
-    body_limited(route, limit=settings.DATA_UPLOAD_MAX_MEMORY_SIZE), limit=settings.MAX_IN_FLIGHT
+    body_limited(route, limit=settings.DATA_UPLOAD_MAX_MEMORY_SIZE),
+    admission=admission,
+    exempt=is_mcp,
 )

@@ -1,19 +1,29 @@
 """gunicorn's configuration for the web process:
-`gunicorn -c python:config.gunicorn_conf config.wsgi` (`kindmem run`, the Dockerfile and
-docker-compose.yml all start it so).
+`gunicorn -c python:config.gunicorn_conf config.asgi:application` (`kindmem run`, the
+Dockerfile and docker-compose.yml all start it so).
+
+**Workers that no client can pin.** gunicorn's `asgi` worker: one asyncio event loop per
+process reads every connection's request head and body, and only a whole request reaches
+kindmem (config/asgi.py: Django, each request's synchronous code in a thread of its own, its
+database connections from the process's bounded pool, config/pool.py; at most
+KINDMEM_MAX_IN_FLIGHT at once, config/admission.py). A client that sends its head a byte at a
+time, or never finishes it, holds a socket and a few kilobytes, not a worker: the sync workers
+this replaces read each head in the worker itself, and four such clients stalled the API and
+the console for everyone. (The `gthread` worker is no answer: it reads the head in one of its
+threads, blocking, once the first byte is in.) bench/README.md has the measurement.
 
 gunicorn refuses some requests itself, before kindmem sees them: a request line or a header
 over its limits (414, 431), a malformed request line or header (400), and answers 500 when a
-worker fails outside the application. It writes those in HTML, and raising its limits does
-not avoid that: even "unlimited" stops at 1 MB for a request line and 8190 bytes for a header
-field. So its limits stay where they are (bounded memory per request, written out here) and
-its error writer is replaced by one that answers in kindmem's error shape
+worker fails outside the application. It writes those in plain text, and raising its limits
+does not avoid that: even "unlimited" stops at 1 MB for a request line and 8190 bytes for a
+header field. So its limits stay where they are (bounded memory per request, written out here)
+and its error writers are replaced by ones that answer in kindmem's error shape
 (`{"code", "message", "details"}`), so every error an API client can meet is JSON.
 
-Replacing `gunicorn.util.write_error` is a patch of gunicorn's internals: its workers call it
-through the module (`util.write_error(...)`) from `Worker.handle_error`, for every kind of
-worker. tests/kindmem/test_wsgi.py runs a real gunicorn with this file, so an upgrade that
-moves it fails there, not in production.
+Replacing `gunicorn.util.write_error` (the sync and threaded workers' writer) and
+`ASGIProtocol._send_error_response` (the asgi worker's) patches gunicorn's internals.
+tests/kindmem/test_wsgi.py runs a real gunicorn with this file, so an upgrade that moves them
+fails there, not in production.
 """
 
 from __future__ import annotations
@@ -21,15 +31,24 @@ from __future__ import annotations
 import gc
 import json
 import logging
+import os
 import socket
 import threading
+from http import HTTPStatus
 from typing import Any
 
 from gunicorn import util
+from gunicorn.asgi import protocol as asgi_protocol
+from gunicorn.workers import gasgi
 
 logger = logging.getLogger(__name__)
 
-wsgi_app = "config.wsgi"
+wsgi_app = "config.asgi:application"
+worker_class = "asgi"
+# How long a kept-alive connection may sit idle, and a request's body may stall, before gunicorn
+# closes it (seconds); a worker that stops answering its arbiter this long is restarted.
+keepalive = 5
+timeout = 30
 
 # gunicorn's defaults, written out: the API's longest request line (a list with every filter
 # and a cursor) stays well within them.
@@ -47,8 +66,8 @@ CODES = {
 }
 
 
-def write_json_error(sock: socket.socket, status_int: int, reason: str, mesg: str) -> None:
-    """gunicorn's `util.write_error`, answering in the error shape instead of HTML."""
+def json_error(status_int: int, reason: str, mesg: str, extra: str = "") -> bytes:
+    """A whole HTTP/1.1 answer of `status_int` in the error shape (`extra`: header lines)."""
     code = CODES.get(status_int, "validation-error")
     message = mesg or (
         "The server failed to complete the request." if status_int >= 500 else reason
@@ -59,12 +78,72 @@ def write_json_error(sock: socket.socket, status_int: int, reason: str, mesg: st
         "Connection: close\r\n"
         "Content-Type: application/json\r\n"
         f"Content-Length: {len(body)}\r\n"
+        f"{extra}"
         "\r\n"
     )
-    util.write_nonblock(sock, head.encode("latin-1") + body)
+    return head.encode("latin-1") + body
+
+
+def write_json_error(sock: socket.socket, status_int: int, reason: str, mesg: str) -> None:
+    """gunicorn's `util.write_error`, answering in the error shape instead of HTML."""
+    util.write_nonblock(sock, json_error(status_int, reason, mesg))
+
+
+def send_json_error(self: Any, status: int, message: str, extra_headers: Any = ()) -> None:
+    """The asgi worker's `ASGIProtocol._send_error_response`, in the error shape."""
+    try:
+        reason = HTTPStatus(status).phrase
+    except ValueError:
+        reason = "Error"
+    extra = "".join(f"{name}: {value}\r\n" for name, value in extra_headers)
+    self._safe_write(json_error(status, reason, message, extra))
 
 
 util.write_error = write_json_error
+asgi_protocol.ASGIProtocol._send_error_response = send_json_error  # type: ignore[method-assign]
+
+# A connection's first request head must be whole within this many seconds (408, closed); the
+# heads after it are bounded by `keepalive`, whose timer gunicorn arms after each answer. A head
+# that never ends holds no worker here, but would hold its socket for ever.
+HEAD_TIMEOUT_SECONDS = float(os.environ.get("KINDMEM_HEAD_TIMEOUT_SECONDS") or 10)
+
+
+class HeadDeadlineProtocol(asgi_protocol.ASGIProtocol):
+    """The asgi worker's connection, closed (408) when its first head is not whole in time."""
+
+    _head_deadline: Any = None
+
+    def connection_made(self, transport: Any) -> None:
+        super().connection_made(transport)
+        if self._callback_parser is not None:  # HTTP/1 (HTTP/2 frames have their own timers)
+            self._head_deadline = self.worker.loop.call_later(HEAD_TIMEOUT_SECONDS, self._head_late)
+
+    def _on_headers_complete(self) -> Any:
+        self._cancel_head_deadline()
+        return super()._on_headers_complete()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._cancel_head_deadline()
+        super().connection_lost(exc)
+
+    def _cancel_head_deadline(self) -> None:
+        if self._head_deadline is not None:
+            self._head_deadline.cancel()
+            self._head_deadline = None
+
+    def _head_late(self) -> None:
+        self._head_deadline = None
+        if self._closed or self._current_request is not None:
+            return
+        self._send_error_response(
+            408, f"The request head did not arrive within {HEAD_TIMEOUT_SECONDS:g} s."
+        )
+        self._close_transport()
+        if self._request_ready is not None:  # wake the connection's loop to see it closed
+            self._request_ready.set()
+
+
+gasgi.ASGIProtocol = HeadDeadlineProtocol  # type: ignore[misc]
 
 
 def post_worker_init(worker: Any) -> None:

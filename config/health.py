@@ -1,5 +1,10 @@
 """/healthz: database, broker, embedder, extraction's chat model and background work (worker
-heartbeat, supervised processes), each `ok` or why not."""
+heartbeat, supervised processes), each `ok` or why not.
+
+Anyone may ask it, so it calls nothing outside kindmem's own database and broker: what the
+embedder's and the chat model's servers answer is the worker's last probe of them
+(config/tasks.py, every heartbeat interval), read from its heartbeat row, and no server's
+address is shown."""
 
 from __future__ import annotations
 
@@ -14,8 +19,9 @@ from django.http import JsonResponse
 from django.utils import timezone
 
 from api.broker import broker_check
+from config.tasks import public
 from embeddings.providers import embedder_health
-from extraction.provider import extraction_health
+from extraction.provider import extraction_health, get_provider
 from kindmem.models import WorkerHeartbeat
 
 
@@ -35,12 +41,22 @@ def healthz(request: Any) -> JsonResponse:
     except Exception as exc:  # a health check reports every failure, whatever its kind
         checks["database"] = {"ok": False, "error": exc.__class__.__name__}
     checks["broker"] = broker_check()
-    # Reported, never fatal: without embeddings keyword search and writes still work. Imported
-    # here because kindmem otherwise never reaches into facts (imports run kindmem <- facts).
-    checks["embedder"] = embedder_health()
+    last = None
+    if checks["database"]["ok"]:
+        last = WorkerHeartbeat.objects.order_by("-seen_at").first()
+    probed = last.checks if last is not None else {}
+    # Reported, never fatal: without embeddings keyword search and writes still work. A local
+    # model (or none) is this process's own; a server's answer is the worker's last probe.
+    if settings.EMBEDDER == "openai":
+        checks["embedder"] = probed.get("embedder") or _not_probed(provider="openai")
+    else:
+        checks["embedder"] = public("embedder", embedder_health())
     # Reported, never fatal either: without a chat model extraction answers 503, loudly.
-    checks["extraction"] = extraction_health()
-    checks["background"] = background_check(database_ok=checks["database"]["ok"])
+    if get_provider() is None:
+        checks["extraction"] = public("extraction", extraction_health())
+    else:
+        checks["extraction"] = probed.get("extraction") or _not_probed(available=False)
+    checks["background"] = background_check(database_ok=checks["database"]["ok"], last=last)
     if not checks["database"]["ok"]:
         state = "down"
     elif checks["broker"]["ok"] and checks["background"]["ok"]:
@@ -53,14 +69,20 @@ def healthz(request: Any) -> JsonResponse:
     )
 
 
-def background_check(*, database_ok: bool) -> dict[str, Any]:
+def _not_probed(**report: Any) -> dict[str, Any]:
+    return {**report, "ok": False, "error": "No worker has probed it yet."}
+
+
+def background_check(*, database_ok: bool, last: Any = False) -> dict[str, Any]:
     """The age of the last worker heartbeat (beat queues one every
     KINDMEM_HEARTBEAT_INTERVAL_SECONDS; its age covers beat, broker and worker), and, under
-    `kindmem run`, what its supervisor says of each process (config/supervisor.py)."""
+    `kindmem run`, what its supervisor says of each process (config/supervisor.py). `last`:
+    the heartbeat row if the caller read it already."""
     stale_after = settings.HEARTBEAT_STALE_SECONDS
     check: dict[str, Any] = {"ok": False, "stale_after_seconds": stale_after}
     if database_ok:
-        last = WorkerHeartbeat.objects.order_by("-seen_at").first()
+        if last is False:
+            last = WorkerHeartbeat.objects.order_by("-seen_at").first()
         age = round((timezone.now() - last.seen_at).total_seconds()) if last else None
         check["last_heartbeat_seconds_ago"] = age
         check["ok"] = age is not None and age <= stale_after

@@ -5,31 +5,49 @@ Built on the official `mcp` SDK (`MCPServer`), served as streamable HTTP, statel
 process answers any request) with JSON responses (one JSON body per POST, no SSE stream). The
 tools are config/mcp_tools.py's, each one REST route called in-process (config/mcp_rest.py).
 
-**Auth.** `Authorization: Bearer <API key or run token>` on every MCP request; without one the
-endpoint answers 401 in the error shape before MCP sees the request. Whether the credential is
-valid, and what it may read, is decided by the route each tool calls: `tools/list` answers any
-bearer, a tool call with a bad one is an `unauthenticated` tool error.
+**Before a request reaches MCP** (`guarded`), in this order, each refusal in the error shape:
+the host must be allowed (400); a Bearer credential must be there (401) and valid: it is looked
+up as REST authentication looks it up (`kindmem.authentication.principal_of`, one round trip,
+its connection back in the pool at once), so a made-up or revoked one is refused (401) before
+any stream is opened. A credential holds at most KINDMEM_MCP_STREAMS_PER_CREDENTIAL requests
+open at /mcp in this process (429 past it), and the process at most KINDMEM_MCP_MAX_STREAMS
+event streams (GET; 503 past it). A POST's body is read here, whole, within
+KINDMEM_MCP_STREAM_IDLE_SECONDS and KINDMEM_MAX_BODY_BYTES (408, 413); only then does it take
+one of the process's in-flight slots (config/admission.py). An event stream (GET) is closed
+after KINDMEM_MCP_STREAM_IDLE_SECONDS: a stateless server never writes to it.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextvars
 import json
+import logging
+from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+import anyio
 from django.conf import settings
 from django.http.request import split_domain_port, validate_host
 from mcp.server.transport_security import TransportSecuritySettings
-from starlette.types import ASGIApp, Receive, Scope, Send
+from rest_framework.exceptions import AuthenticationFailed
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from api.errors import error_body
+from api.errors import RequestTooLarge, Unavailable, error_body, is_unavailable
+from config.admission import Admission, refuse
 from config.mcp_tools import server
 
+logger = logging.getLogger(__name__)
+
 MCP_PATH = "/mcp"
+_BEARER = [(b"www-authenticate", b'Bearer realm="kindmem"')]
+_RETRY = [(b"retry-after", str(Unavailable.retry_after_seconds).encode())]
 
 
-def mcp_app() -> ASGIApp:
-    """The ASGI app serving `/mcp` (its lifespan runs the SDK's session manager), behind a
-    check that the request names an allowed host and carries a Bearer credential."""
+def mcp_app(admission: Admission) -> ASGIApp:
+    """The ASGI app serving `/mcp` (its lifespan runs the SDK's session manager), behind the
+    checks above; a POST that passes them is counted by `admission`."""
     streamable = server.streamable_http_app(
         streamable_http_path=MCP_PATH,
         stateless_http=True,
@@ -40,19 +58,158 @@ def mcp_app() -> ASGIApp:
         # rebinding page has no Bearer credential to send.
         transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
     )
+    # The credential lookups, apart from the threads Django runs requests in; as many as the
+    # process may hold database connections, so a flood of lookups queues here, not there.
+    lookups = ThreadPoolExecutor(
+        max_workers=settings.DATABASE_POOL_MAX, thread_name_prefix="kindmem-mcp-auth"
+    )
+    open_by_credential: Counter[str] = Counter()  # one event loop per process: no lock needed
+    streams = 0
+    idle = settings.MCP_STREAM_IDLE_SECONDS
 
     async def guarded(scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http":
-            headers = {
-                k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]
-            }
-            refusal = _refusal(headers)
-            if refusal is not None:
-                await _answer(send, *refusal)
+        nonlocal streams
+        if scope["type"] != "http":
+            await streamable(scope, receive, send)
+            return
+        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
+        refusal = _refusal(headers)
+        if refusal is not None:
+            await _answer(send, *refusal)
+            return
+        token = headers["authorization"].partition(" ")[2].strip()
+        try:
+            credential = await _lookup(lookups, token)
+        except AuthenticationFailed as exc:
+            await _answer(send, 401, error_body("unauthenticated", str(exc.detail)), _BEARER)
+            return
+        except Exception as exc:
+            if not is_unavailable(exc):
+                raise
+            logger.warning("unavailable: %s: %s", type(exc.__cause__ or exc).__name__, exc)
+            await _answer(
+                send, 503, error_body(Unavailable.code, Unavailable.default_message), _RETRY
+            )
+            return
+        is_stream = scope["method"] == "GET"
+        if open_by_credential[credential] >= settings.MCP_STREAMS_PER_CREDENTIAL:
+            body = error_body(
+                "rate-limited",
+                f"This credential has {settings.MCP_STREAMS_PER_CREDENTIAL} requests open at"
+                " /mcp already; close one first.",
+            )
+            await _answer(send, 429, body, _RETRY)
+            return
+        if is_stream and streams >= settings.MCP_MAX_STREAMS:
+            await refuse(send)
+            return
+        open_by_credential[credential] += 1
+        streams += is_stream
+        try:
+            if is_stream:
+                await _stream(streamable, scope, receive, send, idle)
                 return
-        await streamable(scope, receive, send)
+            if scope["method"] != "POST":  # DELETE of a session: the SDK answers it
+                await streamable(scope, receive, send)
+                return
+            body = await _read_body(receive, idle)
+            if isinstance(body, tuple):
+                await _answer(send, *body, [])
+                return
+            with admission.slot(scope["path"]) as admitted:
+                if not admitted:
+                    await refuse(send)
+                    return
+                await streamable(scope, _replay(body, receive), send)
+        finally:
+            streams -= is_stream
+            open_by_credential[credential] -= 1
+            if not open_by_credential[credential]:
+                del open_by_credential[credential]
 
     return guarded
+
+
+async def _lookup(lookups: ThreadPoolExecutor, token: str) -> str:
+    # a context of its own: the lookup's tenant (row security's context variable) stays there
+    return await asyncio.get_running_loop().run_in_executor(
+        lookups, contextvars.Context().run, _credential_of, token
+    )
+
+
+def _credential_of(token: str) -> str:
+    """The credential's key ("key:<id>" or "run:<id>"), or AuthenticationFailed; the lookup's
+    connection goes back to the pool (which clears its tenant: config/pool.py) at once."""
+    from django.db import connection, transaction
+
+    from kindmem.authentication import principal_of
+
+    try:
+        with transaction.atomic():  # transaction-local settings under a transaction pooler
+            principal = principal_of(token)
+    finally:
+        connection.close()
+    if principal.run is not None:
+        return f"run:{principal.run.pk}"
+    return f"key:{principal.api_key.pk}"
+
+
+async def _stream(app: ASGIApp, scope: Scope, receive: Receive, send: Send, idle: int) -> None:
+    """An event stream, closed after `idle` seconds: a stateless server never writes to it, so
+    a client that still wants one reconnects (as event streams do)."""
+    finished = False
+
+    async def sending(message: Message) -> None:
+        nonlocal finished
+        if message["type"] == "http.response.body" and not message.get("more_body", False):
+            finished = True
+        await send(message)
+
+    with anyio.move_on_after(idle):
+        await app(scope, receive, sending)
+    if not finished:
+        await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+
+async def _read_body(receive: Receive, idle: int) -> bytes | tuple[int, dict[str, Any]]:
+    """The whole body, or the refusal of one that is too slow (408) or too large (413)."""
+    limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+    chunks: list[bytes] = []
+    size = 0
+    with anyio.move_on_after(idle):
+        while True:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                return 400, error_body("validation-error", "The request ended before its body.")
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size > limit:
+                return 413, error_body(
+                    RequestTooLarge.code, f"The body is over {limit} bytes.", {"max_bytes": limit}
+                )
+            chunks.append(chunk)
+            if not message.get("more_body", False):
+                return b"".join(chunks)
+    # 408 (RFC 9110: the server would not wait longer), in the vocabulary's word for a request
+    # that is not acceptable as sent
+    return 408, error_body(
+        "validation-error", f"The body did not arrive within {idle} s.", {"seconds": idle}
+    )
+
+
+def _replay(body: bytes, receive: Receive) -> Receive:
+    """`receive` whose first message is the whole body (read already); then the client's own
+    (its disconnect)."""
+    sent = False
+
+    async def replayed() -> Message:
+        nonlocal sent
+        if not sent:
+            sent = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        return await receive()
+
+    return replayed
 
 
 def _refusal(
@@ -67,7 +224,14 @@ def _refusal(
     scheme, _, token = headers.get("authorization", "").partition(" ")
     if scheme != "Bearer" or not token.strip():
         body = error_body("unauthenticated", "Use 'Authorization: Bearer <key or run token>'.")
-        return 401, body, [(b"www-authenticate", b'Bearer realm="kindmem"')]
+        return 401, body, _BEARER
+    limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+    declared = headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > limit:  # refused before a byte of it is read
+        body = error_body(
+            RequestTooLarge.code, f"The body is over {limit} bytes.", {"max_bytes": limit}
+        )
+        return 413, body, []
     return None
 
 

@@ -11,13 +11,16 @@ REST route).
 
 from __future__ import annotations
 
+import json
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
 from mcp.server.mcpserver import Context, MCPServer
-from mcp_types import CallToolResult, ToolAnnotations
-from pydantic import Field
+from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
+from mcp_types import CallToolResult, TextContent, ToolAnnotations
+from pydantic import Field, ValidationError
 
+from api.errors import error_body
 from config.mcp_rest import rest, segment
 
 INSTRUCTIONS = """kindmem is your long-term memory. Remember facts about the person and the
@@ -25,7 +28,47 @@ conversation with `remember` (a memory that reads like an instruction, or a wide
 a reviewer before anyone can read it); find them with `search_memories` or `list_memories`;
 recall earlier conversations with `recall`. You see only what your credential allows."""
 
-server = MCPServer(
+
+class KindmemMCPServer(MCPServer):
+    """The SDK's server, whose own refusals of a tool call (arguments that do not fit the
+    tool's schema, a tool that does not exist, a crash) are tool errors in the error shape,
+    as the REST route's errors are (config/mcp_rest.py)."""
+
+    async def call_tool(
+        self, name: str, arguments: dict[str, Any], context: Context | None = None
+    ) -> Any:
+        try:
+            return await super().call_tool(name, arguments, context)
+        except UnexpectedToolError:
+            return _tool_error(
+                error_body("persistence-error", "The tool failed to complete the call.")
+            )
+        except ToolError as exc:
+            cause = exc.__cause__
+            if isinstance(cause, ValidationError):
+                details: dict[str, list[str]] = {}
+                for err in cause.errors():
+                    field = ".".join(str(part) for part in err["loc"]) or "arguments"
+                    details.setdefault(field, []).append(err["msg"])
+                body = error_body(
+                    "validation-error", "The tool's arguments are not valid; see details.", details
+                )
+            elif self._tool_manager.get_tool(name) is None:
+                body = error_body("not-found", f"There is no tool {name!r}.")
+            else:
+                body = error_body("validation-error", str(exc))
+            return _tool_error(body)
+
+
+def _tool_error(body: dict[str, Any]) -> CallToolResult:
+    return CallToolResult(
+        content=[TextContent(type="text", text=json.dumps(body))],
+        structured_content=body,
+        is_error=True,
+    )
+
+
+server = KindmemMCPServer(
     "kindmem",
     title="kindmem",
     description="The memory of AI agents: typed, versioned, access-controlled facts and recall.",

@@ -9,9 +9,8 @@ MCP calls, even with a made-up token, held a connection each and exhausted Postg
 per process bounds what any traffic can hold there; a request finds one within
 `KINDMEM_DATABASE_POOL_TIMEOUT` seconds or is answered 503 `unavailable` (`api.errors`), and
 one that would wait behind `KINDMEM_DATABASE_POOL_MAX_WAITING` others is answered so at once.
-gunicorn's sync workers run one request at a time in one thread each: their kept connection is
-already one per worker, and keeps the cheaper check of config/postgresql_backend (a pooled
-checkout is checked with a round trip: Django's `ConnectionPool.check_connection`).
+The web (gunicorn's asgi workers) and the MCP server (uvicorn) both serve config.asgi, so both
+take their connections from this pool.
 
 `reset`: when a request returns its connection, row security's session settings (the role, the
 tenant: `kindmem.row_security`) are cleared whatever the request did, so no tenant's context

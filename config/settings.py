@@ -260,7 +260,7 @@ if IMPORT_MAX_UNPACKED_BYTES < 1 or IMPORT_MAX_RATIO < 1:
         "KINDMEM_IMPORT_MAX_UNPACKED_BYTES and KINDMEM_IMPORT_MAX_RATIO must be 1 or more"
     )
 
-# `kindmem run`'s processes: gunicorn's sync workers (the REST API and the console) and
+# `kindmem run`'s processes: gunicorn's asgi workers (the REST API and the console) and
 # uvicorn's (the MCP server), chosen by bench/load.py (bench/README.md).
 WEB_WORKERS = env_int("KINDMEM_WEB_WORKERS", 2)
 MCP_WORKERS = env_int("KINDMEM_MCP_WORKERS", 2)
@@ -277,6 +277,19 @@ if CREDENTIAL_CONCURRENCY < 0 or MAX_IN_FLIGHT < 1:
         " KINDMEM_MAX_IN_FLIGHT 1 or more"
     )
 RUN_TOKEN_TTL_SECONDS = env_int("KINDMEM_RUN_TOKEN_TTL_SECONDS", 3600)
+# MCP streams (config/mcp_server.py), per ASGI process: the requests one credential may hold
+# open at /mcp at once (a GET's event stream, a POST until it is answered); all the event streams
+# the process holds open; how long one waits on its client (the next bytes of a body, or
+# anything at all on an event stream, which a stateless server never writes to) before it is
+# closed. Eight as KINDMEM_CREDENTIAL_CONCURRENCY: a tool call is one request of the credential.
+MCP_STREAMS_PER_CREDENTIAL = env_int("KINDMEM_MCP_STREAMS_PER_CREDENTIAL", 8)
+MCP_MAX_STREAMS = env_int("KINDMEM_MCP_MAX_STREAMS", 256)
+MCP_STREAM_IDLE_SECONDS = env_int("KINDMEM_MCP_STREAM_IDLE_SECONDS", 30)
+if MCP_STREAMS_PER_CREDENTIAL < 1 or MCP_MAX_STREAMS < 1 or MCP_STREAM_IDLE_SECONDS < 1:
+    raise ImproperlyConfigured(
+        "KINDMEM_MCP_STREAMS_PER_CREDENTIAL, KINDMEM_MCP_MAX_STREAMS and"
+        " KINDMEM_MCP_STREAM_IDLE_SECONDS must be 1 or more"
+    )
 
 # remember (facts/remember.py): how many memories one run may write, and how long one may be.
 MAX_MEMORIES_PER_RUN = env_int("KINDMEM_MAX_MEMORIES_PER_RUN", 50)

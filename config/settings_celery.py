@@ -108,6 +108,12 @@ CELERY_BEAT_SCHEDULE: dict[str, dict[str, object]] = {
         # a heartbeat that waited longer than one interval says nothing any more: dropped
         "options": {"expires": float(HEARTBEAT_INTERVAL_SECONDS)},
     },
+    # the embedder's and the chat model's servers, for /healthz (config/tasks.py)
+    "probe-dependencies": {
+        "task": "config.tasks.probe_dependencies",
+        "schedule": float(HEARTBEAT_INTERVAL_SECONDS),
+        "options": {"expires": float(HEARTBEAT_INTERVAL_SECONDS)},
+    },
     "purge-audit-events": {"task": "audit.tasks.purge_audit_events", "schedule": 86400.0},
     "resume-erasures": {"task": "privacy.tasks.resume_erasures", "schedule": 30.0},
     "resume-access-exports": {"task": "privacy.tasks.resume_access_exports", "schedule": 60.0},

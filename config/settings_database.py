@@ -98,13 +98,13 @@ for _login in (_app_login, _migration_login):
         )
     _login["OPTIONS"] = _options
 # Connections (DESIGN "Connections"). Each process holds a bounded number whatever the traffic:
-# a gunicorn sync worker or a Celery prefork child runs one thing at a time and keeps one
-# connection (two with the throttle's); an ASGI process (config/asgi.py turns
-# KINDMEM_DATABASE_POOL on) takes them from a pool of its own, at most KINDMEM_DATABASE_POOL_MAX
-# for requests and 2 for the throttle's counters (config/pool.py says why). A request that finds
-# none free within KINDMEM_DATABASE_POOL_TIMEOUT seconds, or would wait behind
-# KINDMEM_DATABASE_POOL_MAX_WAITING others, is answered 503 `unavailable` with Retry-After. No
-# pool in Celery: one made before the worker forks would not survive the fork.
+# a Celery prefork child runs one thing at a time and keeps one connection (two with the
+# throttle's); an ASGI process (the web's gunicorn asgi workers, the MCP server's uvicorn:
+# config/asgi.py turns KINDMEM_DATABASE_POOL on) takes them from a pool of its own, at most
+# KINDMEM_DATABASE_POOL_MAX for requests and 2 for the throttle's counters (config/pool.py says
+# why). A request that finds none free within KINDMEM_DATABASE_POOL_TIMEOUT seconds, or would
+# wait behind KINDMEM_DATABASE_POOL_MAX_WAITING others, is answered 503 `unavailable` with
+# Retry-After. No pool in Celery: one made before the worker forks would not survive the fork.
 DATABASE_POOL = env_bool("KINDMEM_DATABASE_POOL", False)
 DATABASE_POOL_MAX = env_int("KINDMEM_DATABASE_POOL_MAX", 4)
 DATABASE_POOL_TIMEOUT = env_float("KINDMEM_DATABASE_POOL_TIMEOUT", 3.0)

@@ -29,29 +29,14 @@ class BearerAuthentication(authentication.BaseAuthentication):
         scheme, _, token = header.partition(" ")
         if scheme != self.keyword or not token.strip():
             raise exceptions.AuthenticationFailed("Use 'Authorization: Bearer <key or run token>'.")
-        token = token.strip()
-        parsed = split_token(token)
-        if parsed is None:
-            raise exceptions.AuthenticationFailed("Invalid credential.")
-        marker, prefix = parsed
-        # From here on this request sees only the credential's tenant's rows (the app role,
-        # row security); no such credential: no rows at all, so the lookup finds none. The
-        # credential's row is read in the same round trip, by the statement after the one
-        # that raised the wall: the server plans and runs it under the wall, as if sent apart.
-        is_key = marker == API_KEY_MARKER
-        entered, [found] = fetch_after(
-            credential_entry("key" if is_key else "run", prefix),
-            (api_key_of if is_key else run_of)(prefix),
-        )
-        credential_entered(entered[0])
-        credential = found[0] if found else None
-        principal = self._api_key(token, credential) if is_key else self._run(token, credential)
+        principal = principal_of(token.strip())
         return (principal.user, principal)
 
     def authenticate_header(self, request: Any) -> str:
         return f'{self.keyword} realm="kindmem"'
 
-    def _api_key(self, token: str, key: ApiKey | None) -> Principal:
+    @staticmethod
+    def _api_key(token: str, key: ApiKey | None) -> Principal:
         if key is None or not matches(token, key.key_hash):
             raise exceptions.AuthenticationFailed("Invalid credential.")
         if key.is_revoked:
@@ -67,7 +52,8 @@ class BearerAuthentication(authentication.BaseAuthentication):
             kind=PrincipalKind(key.kind), tenant_id=key.tenant_id, api_key=key, user=key.user
         )
 
-    def _run(self, token: str, run: Run | None) -> Principal:
+    @staticmethod
+    def _run(token: str, run: Run | None) -> Principal:
         if run is None or not matches(token, run.token_hash):
             raise exceptions.AuthenticationFailed("Invalid credential.")
         if run.is_expired:
@@ -85,6 +71,32 @@ class BearerAuthentication(authentication.BaseAuthentication):
         if any(u is not None and not u.is_active for u in (run.user, minter.user)):
             raise exceptions.AuthenticationFailed("This run's user was deactivated.")
         return Principal(kind=PrincipalKind.RUN, tenant_id=run.tenant_id, run=run, user=run.user)
+
+
+def principal_of(token: str) -> Principal:
+    """The principal of a Bearer token, looked up in one round trip, or AuthenticationFailed.
+
+    Every door that takes a credential asks this: DRF's authentication above, and the MCP
+    server before it opens a stream (config/mcp_server.py). It leaves this connection confined
+    to the credential's tenant (row security), as a request's authentication does."""
+    parsed = split_token(token)
+    if parsed is None:
+        raise exceptions.AuthenticationFailed("Invalid credential.")
+    marker, prefix = parsed
+    # From here on this request sees only the credential's tenant's rows (the app role,
+    # row security); no such credential: no rows at all, so the lookup finds none. The
+    # credential's row is read in the same round trip, by the statement after the one
+    # that raised the wall: the server plans and runs it under the wall, as if sent apart.
+    is_key = marker == API_KEY_MARKER
+    entered, [found] = fetch_after(
+        credential_entry("key" if is_key else "run", prefix),
+        (api_key_of if is_key else run_of)(prefix),
+    )
+    credential_entered(entered[0])
+    credential = found[0] if found else None
+    if is_key:
+        return BearerAuthentication._api_key(token, credential)
+    return BearerAuthentication._run(token, credential)
 
 
 # Every request looks its credential up, as `.first()` would; by the unique prefix: one plan for

@@ -243,6 +243,9 @@ class WorkerHeartbeat(models.Model):
     hostname = models.CharField(max_length=200, primary_key=True)
     seen_at = models.DateTimeField()
     token = models.CharField(max_length=64, blank=True)
+    # What the worker's last probe of the outside world found (the embedder's and the chat
+    # model's servers: config/tasks.py), so that /healthz reports it without calling them.
+    checks = models.JSONField(default=dict, blank=True)
 
     def __str__(self) -> str:
         return self.hostname

@@ -17,7 +17,17 @@ from api.errors import Forbidden, NotFound, ValidationFailed
 from kindmem.access import Principal, PrincipalKind
 from kindmem.credentials import new_token
 from kindmem.holds import assert_not_held
-from kindmem.models import Agent, ApiKey, ErasureHold, KeyKind, Project, Run, Tenant, User
+from kindmem.models import (
+    Agent,
+    ApiKey,
+    ErasureHold,
+    KeyKind,
+    Project,
+    Run,
+    Tenant,
+    User,
+    WorkerHeartbeat,
+)
 from kindmem.subjects import persons_of
 from kindmem.threads import thread_claim, thread_person
 
@@ -294,3 +304,11 @@ def runs_forget_person(*, run_ids: Iterable[uuid.UUID], subject_kind: str) -> No
     payloads are cleared), so the runs no longer name them."""
     column = {"participant": "participant_id", "user": "user", "conversation": "thread_id"}
     Run.objects.filter(pk__in=list(run_ids)).update(**{column[subject_kind]: None})
+
+
+def heartbeat_checks_record(*, hostname: str, checks: dict[str, Any]) -> None:
+    """Keep what a worker's probe of the outside world found with its heartbeat (a probe is a
+    task the worker ran: it is a heartbeat too)."""
+    WorkerHeartbeat.objects.update_or_create(
+        hostname=hostname, defaults={"seen_at": timezone.now(), "checks": checks}
+    )

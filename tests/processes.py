@@ -131,7 +131,8 @@ def asgi_server(env: dict[str, str] | None = None) -> Iterator[str]:
 
 @contextmanager
 def web_server(*args: str, env: dict[str, str] | None = None) -> Iterator[str]:
-    """kindmem's web process as production starts it (gunicorn with config/gunicorn_conf.py),
+    """kindmem's web process as production starts it (gunicorn's asgi workers with
+    config/gunicorn_conf.py, serving config.asgi),
     on the test database and a free port, until the block ends: yields its base URL. Call it
     where the test database may be reached (a django_db test, or django_db_blocker.unblock()).
     """
@@ -143,7 +144,7 @@ def web_server(*args: str, env: dict[str, str] | None = None) -> Iterator[str]:
             "gunicorn",
             "-c",
             "python:config.gunicorn_conf",
-            "config.wsgi",
+            "config.asgi:application",
             "--bind",
             f"127.0.0.1:{port}",
             "--workers",

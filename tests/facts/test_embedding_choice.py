@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from api.errors import EmbeddingUnavailable
+from config.tasks import probe_dependencies
 from embeddings import local, local_onnx
 from embeddings.openai_compatible import OpenAICompatibleEmbedder
 from embeddings.providers import (
@@ -206,6 +207,8 @@ def test_healthz_probes_the_openai_embedder(client, db, settings, embeddings_ser
     settings.EMBEDDER = "openai"
     settings.EMBEDDER_URL = embeddings_server.url
     settings.EMBEDDER_MODEL = "test-embed"
+    # the worker probes it (config/tasks.py); /healthz says what it found, calling nothing
+    probe_dependencies()
     body = client.get("/healthz").json()
     assert body["checks"]["embedder"] == {
         "provider": "openai",
@@ -213,7 +216,7 @@ def test_healthz_probes_the_openai_embedder(client, db, settings, embeddings_ser
         "dimensions": DIMENSIONS,
         "ok": True,
     }
-    assert embeddings_server.requests[0]["json"]["input"] == ["kindmem health probe"]
+    assert [r["json"]["input"] for r in embeddings_server.requests] == [["kindmem health probe"]]
 
 
 def test_healthz_stays_200_when_only_the_embedder_fails(client, db, settings, embeddings_server):
@@ -222,7 +225,8 @@ def test_healthz_stays_200_when_only_the_embedder_fails(client, db, settings, em
     settings.EMBEDDER_URL = embeddings_server.url
     settings.EMBEDDER_MODEL = "test-embed"
     embeddings_server.script = [Reply(500, {"error": "boom"})] * 3
-    # when
+    # when the worker probes it
+    probe_dependencies()
     response = client.get("/healthz")
     # then: reported, without retries, and not fatal
     assert response.status_code == 200

@@ -12,10 +12,12 @@ from typing import Any
 import httpx2
 import pytest
 from asgiref.sync import async_to_sync
+from django.utils import timezone
 from mcp.client import Client as McpClient
 from mcp.client.streamable_http import streamable_http_client
 
 from audit.models import AuditEvent
+from kindmem.models import ApiKey
 from tests import factories
 from tests.approvals.conftest import declare
 from tests.processes import asgi_server
@@ -254,13 +256,20 @@ def test_the_mcp_endpoint_wants_a_bearer_credential_and_checks_it(
     assert bare.json()["code"] == "unauthenticated"
     assert bare.headers["www-authenticate"].startswith("Bearer")
 
-    # with a bad one: each tool answers unauthenticated, as its REST route does
-    @async_to_sync
-    async def with_a_bad_key() -> dict[str, Any]:
-        async with mcp_client(server, "kmk_not-a-key") as client:
-            return outcome(await client.call_tool("list_memories", {}))
-
-    assert with_a_bad_key()["error"]["code"] == "unauthenticated"
+    # with a made-up or revoked one: 401 in the error shape too, before any stream is opened
+    # (the credential is looked up as REST looks it up)
+    revoked = factories.admin_key_create(tenant.tenant)
+    ApiKey.objects.filter(pk=revoked.key.pk).update(revoked_at=timezone.now())
+    for token in ("kmk_not-a-key", "kmk_" + "a" * 52, revoked.token):
+        refused = httpx2.post(
+            f"{server}/mcp",
+            json=initialize,
+            headers={"Authorization": f"Bearer {token}", "Accept": "application/json"},
+            timeout=30,
+        )
+        assert refused.status_code == 401, token
+        assert set(refused.json()) == {"code", "message", "details"}
+        assert refused.json()["code"] == "unauthenticated"
 
 
 def test_tool_calls_spend_the_credentials_write_budget_like_rest_calls(
@@ -454,3 +463,39 @@ def test_an_agent_links_follows_ends_removes_and_imports_over_mcp(
     assert [f["outcome"] for f in seen["imported"]["files"]] == ["unchanged"]
     assert seen["imported"]["files"][0]["fact_id"] == a
     assert seen["broken"]["error"]["code"] == "validation-error"
+
+
+def test_a_tool_calls_arguments_that_do_not_fit_are_refused_in_the_error_shape(
+    tenant: Tenant, server: str
+) -> None:
+    headers = {
+        "Authorization": f"Bearer {tenant.run_a.token}",
+        "Accept": "application/json, text/event-stream",
+    }
+
+    def call(name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        body = {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "tools/call",
+            "params": {"name": name, "arguments": arguments},
+        }
+        answer = httpx2.post(f"{server}/mcp", json=body, headers=headers, timeout=30)
+        assert answer.status_code == 200
+        result = answer.json()["result"]
+        assert result["isError"] is True
+        assert json.loads(result["content"][0]["text"]) == result["structuredContent"]
+        return result["structuredContent"]
+
+    # when: a top_k over the tool's bound, a required argument left out, a tool that is not
+    out_of_range = call("search_memories", {"query": "tea", "top_k": 1000})
+    missing = call("search_memories", {})
+    unknown = call("forget_everything", {})
+    # then: each a tool error in the error shape, naming the argument
+    assert out_of_range["code"] == "validation-error"
+    assert "top_k" in out_of_range["details"]
+    assert missing["code"] == "validation-error"
+    assert "query" in missing["details"]
+    assert unknown["code"] == "not-found"
+    for error in (out_of_range, missing, unknown):
+        assert set(error) == {"code", "message", "details"}

@@ -77,7 +77,8 @@ def test_every_shell_example_in_readme_runs_against_a_live_server(tmp_path):
         project = re.search(r"project:.*\(([0-9a-f-]{36})\)", printed).group(1)
         # the demo people README's privacy example names are printed
         assert re.search(r"^\s+demo-customer-1\s", printed, re.MULTILINE), printed[-2000:]
-        assert _call(f"http://127.0.0.1:{port}/healthz")[0] == 200
+        health = _call(f"http://127.0.0.1:{port}/healthz")
+        assert health[0] == 200, health
         # when README's shell examples run in order, with what `make run` printed filled in,
         # and curl failing on any HTTP error
         script = "\n".join(readme_blocks())

@@ -1,4 +1,4 @@
-"""The web process as gunicorn loads it: config.wsgi in a process of its own."""
+"""The web process as gunicorn loads it: config.asgi (its asgi workers) in a process of its own."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from django.conf import settings
 from tests.processes import database_env, web_server
 
 PROBE = (
-    "import gc, config.wsgi;"
+    "import gc, config.asgi;"
     " from django.db import connection;"
     " cursor = connection.cursor(); cursor.execute('SELECT current_user');"
     " print(cursor.fetchone()[0], gc.get_freeze_count())"

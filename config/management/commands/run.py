@@ -27,7 +27,7 @@ logger = logging.getLogger("config.supervisor")
 
 class Command(BaseCommand):
     help = (
-        "Run kindmem on one machine: web (gunicorn), the MCP server (uvicorn, config.asgi),"
+        "Run kindmem on one machine: web (gunicorn's asgi workers), the MCP server (uvicorn),"
         " a Celery worker, beat, demo data."
     )
 
@@ -141,8 +141,10 @@ class Command(BaseCommand):
                     ),
                 )
             )
-        # gunicorn's own refusals (limits, malformed requests) in kindmem's error shape
-        web = [python, "-m", "gunicorn", "-c", "python:config.gunicorn_conf", "config.wsgi"]
+        # gunicorn's asgi workers (no slow client pins one) with its own refusals (limits,
+        # malformed requests) in kindmem's error shape: config/gunicorn_conf.py
+        web = [python, "-m", "gunicorn", "-c", "python:config.gunicorn_conf"]
+        web += ["config.asgi:application"]
         web += ["--bind", f"{host}:{port}"]
         # no control socket: its default path (~/.gunicorn) is shared by every gunicorn of the user
         web += ["--workers", str(settings.WEB_WORKERS), "--access-logfile", "-"]
@@ -155,8 +157,8 @@ class Command(BaseCommand):
         # one worker per broker here: nothing to synchronise with (mingle) or gossip to
         worker += ["--without-mingle", "--without-gossip"]
         beat = [*celery, "beat", "--loglevel", level]
-        # The ASGI app (config/asgi.py): the MCP server at /mcp, beside the same Django app.
-        # gunicorn keeps serving the API: uvicorn's own refusals are not in the error shape.
+        # The ASGI app (config/asgi.py): the MCP server at /mcp, beside the same Django app, on
+        # a port of its own (its clients hold longer requests; see config/mcp_server.py).
         mcp = [python, "-m", "uvicorn", "config.asgi:application", "--host", host]
         mcp += ["--port", str(mcp_port), "--workers", str(settings.MCP_WORKERS)]
         # each kind of process names itself to PostgreSQL (pg_stat_activity.application_name)
@@ -182,18 +184,16 @@ class Command(BaseCommand):
 
 
 def _wait_for_web(host: str, port: int, stopping: Callable[[], bool]) -> None:
-    """Until the web answers (60 s at most: past that, the supervisor's log says why)."""
+    """Until the web's /healthz answers 200 (60 s at most: past that, the supervisor's log and
+    /healthz say why), so that what is printed next works at once."""
     from urllib.error import URLError
     from urllib.request import urlopen
 
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline and not stopping():
         try:
-            with urlopen(f"http://{host}:{port}/healthz", timeout=2):
+            with urlopen(f"http://{host}:{port}/healthz", timeout=5):
                 return
-        except URLError as error:
-            if getattr(error, "code", None):  # an HTTP answer (503 too) is an answer
-                return
-        except OSError:
+        except (URLError, OSError):
             pass
         time.sleep(0.2)
