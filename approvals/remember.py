@@ -171,7 +171,7 @@ def memory_remember(
         step_id=step_id,
         source=source,
     )
-    if result.outcome == SlotOutcome.REPLAYED:
+    if result.outcome in (SlotOutcome.REPLAYED, SlotOutcome.UNCHANGED):
         return Remembered(result, Approval.objects.filter(revision=result.revision).first())
     if result.verified_slot:
         reasons = [*reasons, VERIFIED_SLOT]

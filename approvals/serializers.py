@@ -34,7 +34,8 @@ class ReviewOutput(serializers.Serializer):
 class RememberOutput(serializers.Serializer):
     """The seed's RememberFactResult, snake_case."""
 
-    outcome = serializers.ChoiceField(choices=["created", "superseded", "replayed"])
+    # `unchanged`: the person's memory already holds this value (the existing fact is `fact`)
+    outcome = serializers.ChoiceField(choices=["created", "superseded", "replayed", "unchanged"])
     status = serializers.ChoiceField(
         choices=WRITE_STATUSES,
         help_text="stored: readable now; pending-review: waits for a person, read by no one.",

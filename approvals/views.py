@@ -52,7 +52,8 @@ class RememberView(AuditedView):
         remembered = memory_remember(principal=principal_of(request), **body.validated_data)
         revision = remembered.result.revision
         services.revision_audit_touch(self.audit, revision)
-        code = status.HTTP_200_OK if remembered.result.outcome == SlotOutcome.REPLAYED else 201
+        written = remembered.result.outcome not in (SlotOutcome.REPLAYED, SlotOutcome.UNCHANGED)
+        code = status.HTTP_201_CREATED if written else status.HTTP_200_OK
         return Response(remember_body(remembered), status=code)
 
 

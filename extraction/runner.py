@@ -35,7 +35,7 @@ from django.db.models import F, Q
 from django.utils import timezone
 
 from api.errors import ErasureInProgress, ExtractionQuota, ExtractionUnavailable, KindmemError
-from approvals.remember import memory_remember, remember_fills, remember_scope
+from approvals.remember import memory_remember, remember_fills
 from audit.models import Outcome, Phase
 from audit.services import AuditNote, audit_record
 from extraction.answers import MODEL_REFUSAL, TRUNCATED, Checked, Decision, Refused, answer_check
@@ -53,14 +53,12 @@ from extraction.models import (
 )
 from extraction.prompt import PROMPT_VERSION, SCHEMA_NAME, Prompt, ShownMessage, prompt_build
 from extraction.provider import ChatFailed, Completion, get_provider
-from facts.models import Revision
-from facts.provenance import content_hash
 from facts.review import CONTRADICTION, EXTRACTED
-from facts.scopes import resolve_scope
 from facts.services import Outcome as WriteOutcome
 from facts.services import fact_propose
+from facts.slots import SlotOutcome
 from kindmem import declarations
-from kindmem.access import Principal, PrincipalKind, readers_for
+from kindmem.access import Principal, PrincipalKind
 from kindmem.holds import held_subjects
 from kindmem.services import Acting
 from kindmem.subjects import persons_of
@@ -326,12 +324,6 @@ def _write(job: ExtractionJob, work: Work, decision: Decision, model: str) -> Ex
         cited=list(decision.cited),
     )
     if decision.action == Action.ADD:
-        declaration = work.prompt.declared[decision.type]
-        same = _same_memory(work.principal, declaration, decision.text)
-        if same is not None:
-            row.outcome = DecisionOutcome.UNCHANGED
-            row.fact_id, row.revision_id = same.fact_id, same.pk
-            return row
         remembered = memory_remember(
             principal=work.principal,
             type=decision.type,
@@ -342,8 +334,12 @@ def _write(job: ExtractionJob, work: Work, decision: Decision, model: str) -> Ex
             review_reasons=extra,
         )
         revision = remembered.result.revision
-        row.outcome = DecisionOutcome.CREATED
         row.fact_id, row.revision_id = revision.fact_id, revision.pk
+        if remembered.result.outcome == SlotOutcome.UNCHANGED:
+            # the person's memory already holds it (`facts.slots.same_value`): nothing added
+            row.outcome = DecisionOutcome.UNCHANGED
+            return row
+        row.outcome = DecisionOutcome.CREATED
         row.approval_id = remembered.approval.id if remembered.approval else None
         row.reasons = list(remembered.reasons)
         return row
@@ -372,27 +368,6 @@ def _write(job: ExtractionJob, work: Work, decision: Decision, model: str) -> Ex
     row.outcome = DecisionOutcome.PROPOSED
     row.approval_id, row.reasons = result.approval_id, list(result.reasons)
     return row
-
-
-def _same_memory(
-    principal: Principal, declaration: declarations.MemoryDeclaration, text: str
-) -> Revision | None:
-    """A current revision (approved or waiting for review) of the same type, in the very scope
-    `remember` would write this text to, with the same content: the content-hash dedup. An
-    extraction that finds what it would write adds nothing."""
-    assert principal.run is not None
-    resolved = resolve_scope(principal.tenant_id, remember_scope(declaration, principal.run))
-    same = {f"fact__{c}": v for c, v in resolved.items() if v is not None}
-    empty = {f"fact__{c}__isnull": True for c, v in resolved.items() if v is None}
-    return (
-        Revision.objects.of_tenant(principal.tenant_id)
-        .current()
-        .readable_by(readers_for(principal))
-        .filter(fact__type=declaration.type, content_hash=content_hash({"text": text}, None, None))
-        .filter(**same, **empty)
-        .only("pk", "fact_id")
-        .first()
-    )
 
 
 def _audit_note(job: ExtractionJob, completion: Completion | None) -> AuditNote:

@@ -19,6 +19,7 @@ Verifying (`fact_verify`) lifts the window and only the window.
 
 from __future__ import annotations
 
+import unicodedata
 import uuid
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -38,7 +39,7 @@ from facts.retention import Retention, invalidate
 from facts.revisions import Draft, embed_for_write, next_version, write_revision
 from facts.scopes import SubjectInput, default_subjects, persons_of_write, resolve_scope
 from facts.write_policy import write_policy_query
-from kindmem.access import Principal
+from kindmem.access import Principal, readers_for
 from kindmem.holds import assert_not_held, frozen
 from kindmem.models import Run
 
@@ -47,6 +48,7 @@ class SlotOutcome(StrEnum):
     CREATED = "created"
     SUPERSEDED = "superseded"
     REPLAYED = "replayed"  # this run's tool call already wrote it
+    UNCHANGED = "unchanged"  # the person's memory of this type already holds this value
 
 
 @dataclass(frozen=True)
@@ -73,6 +75,49 @@ def replayed(tenant_id: uuid.UUID, run: Run, tool_call_id: str) -> Revision | No
         .filter(generated_by_run=run, generated_by_tool_call_id=tool_call_id)
         .select_related("fact")
         .first()
+    )
+
+
+def normalised(text: str) -> str:
+    """A memory's text as two writes of the same value compare: compatibility forms folded,
+    case folded, whitespace collapsed, a closing full stop or exclamation mark dropped
+    ("Prefers email." and "prefers  email" are one value)."""
+    folded = " ".join(unicodedata.normalize("NFKC", text).casefold().split())
+    return folded.rstrip(".!").rstrip()
+
+
+# How many of the person's current memories of one type a write compares its value with.
+SAME_VALUE_CANDIDATES = 200
+
+
+def same_value(
+    principal: Principal, type: str, resolved: dict[str, Any], text: str
+) -> Revision | None:
+    """A current, unexpired revision (approved or waiting for review) of a fact of `type` in
+    exactly the scope this write lands in, that the run may read, whose text is `text` after
+    `normalised`: the seed's entity dedup, where the entity is the person's (or thread's)
+    memory of this type, whichever run, thread or slot wrote it."""
+    same = {f"fact__{c}": v for c, v in resolved.items() if v is not None}
+    empty = {f"fact__{c}__isnull": True for c, v in resolved.items() if v is None}
+    candidates = (
+        Revision.objects.of_tenant(principal.tenant_id)
+        .current()
+        .unexpired()
+        .readable_by(readers_for(principal))
+        .filter(fact__type=type, **same, **empty)
+        .select_related("fact")
+        .order_by("-created_at", "id")[:SAME_VALUE_CANDIDATES]
+    )
+    wanted = normalised(text)
+    return next(
+        (
+            revision
+            for revision in candidates
+            if isinstance(revision.content, dict)
+            and isinstance(revision.content.get("text"), str)
+            and normalised(revision.content["text"]) == wanted
+        ),
+        None,
     )
 
 
@@ -173,6 +218,9 @@ def slot_write(
     first = replayed(tenant_id, run, tool_call_id)
     if first is not None:
         return SlotWrite(first, SlotOutcome.REPLAYED)
+    held = same_value(principal, type, resolved, str(content.get("text", "")))
+    if held is not None:
+        return SlotWrite(held, SlotOutcome.UNCHANGED, pending=held.review == Review.PENDING)
 
     now = timezone.now()
     policy = Retention.of_policy(tenant_id, type)

@@ -333,3 +333,63 @@ def test_concurrent_calls_of_one_run_never_pass_the_memory_limit():
     # then exactly three were written and five refused
     assert codes == [201] * 3 + [409] * 5
     assert Revision.objects.filter(tenant=tenant).count() == 3
+
+
+@pytest.mark.parametrize("dedup_scope", [None, "entity", "content"])
+def test_a_value_the_persons_memory_holds_answers_unchanged_across_runs_and_threads(
+    api, world, dedup_scope
+):
+    # given: the tenant's write policy for the type says this dedup scope (or has none)
+    if dedup_scope is not None:
+        from facts.models import WritePolicy
+
+        WritePolicy.objects.create(
+            tenant=world.tenant,
+            fact_type="preference",
+            policy="last-write-wins",
+            dedup_scope=dedup_scope,
+        )
+    declare(world.agent)
+    runs = [
+        factories.run_create(world.app, world.project, participant_id="p-1", thread_id=f"t-{i}")
+        for i in range(3)
+    ]
+    # when: three runs, in three threads, remember the same value for the same person
+    first = remember(api, runs[0], text="Prefers email.")
+    again = [
+        remember(api, run, text=text)
+        for run, text in zip(runs[1:], ["prefers  email", "Prefers email"], strict=True)
+    ]
+    # then: the first is stored, the others answer unchanged with that fact; one revision
+    assert first.status_code == 201, first.json()
+    for response in again:
+        assert response.status_code == 200, response.json()
+        body = response.json()
+        assert (body["outcome"], body["status"]) == ("unchanged", "stored")
+        assert body["fact"]["id"] == first.json()["fact"]["id"]
+    assert Revision.objects.filter(fact__type="preference").count() == 1
+
+
+def test_the_same_value_for_another_person_or_a_new_value_is_written(api, world):
+    declare(world.agent)
+    one = factories.run_create(world.app, world.project, participant_id="p-1", thread_id="t-1")
+    other = factories.run_create(world.app, world.project, participant_id="p-2", thread_id="t-2")
+    assert remember(api, one, text="Prefers email.").status_code == 201
+    # then: another person's memory is their own, and a different value is a new memory
+    assert remember(api, other, text="Prefers email.").json()["outcome"] == "created"
+    assert remember(api, one, text="Prefers phone calls.").json()["outcome"] == "created"
+
+
+def test_a_value_waiting_for_review_answers_unchanged_and_pending(api, world):
+    declare(world.agent)
+    one = factories.run_create(world.app, world.project, participant_id="p-1", thread_id="t-1")
+    two = factories.run_create(world.app, world.project, participant_id="p-1", thread_id="t-2")
+    first = remember(api, one, text="Always answer in French.")
+    assert first.json()["status"] == "pending-review"
+    # when: another run remembers the same words
+    again = remember(api, two, text="always answer in french")
+    # then: it is the same memory, still waiting, with the same approval; nothing new queued
+    body = again.json()
+    assert (body["outcome"], body["status"]) == ("unchanged", "pending-review")
+    assert body["approval_id"] == first.json()["approval_id"]
+    assert Approval.objects.count() == 1

@@ -1471,9 +1471,10 @@ export interface components {
          * @description * `created` - created
          *     * `superseded` - superseded
          *     * `replayed` - replayed
+         *     * `unchanged` - unchanged
          * @enum {string}
          */
-        RememberOutputOutcomeEnum: "created" | "superseded" | "replayed";
+        RememberOutputOutcomeEnum: "created" | "superseded" | "replayed" | "unchanged";
         /** @description Rejects fields it does not declare, naming them: a typo is an error, not a no-op. */
         RetentionInputRequest: {
             keep_days?: number | null;

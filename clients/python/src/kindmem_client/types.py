@@ -787,7 +787,7 @@ class RememberInput(TypedDict):
     tool_call_id: str
 
 
-RememberOutputOutcomeEnum = Literal["created", "superseded", "replayed"]
+RememberOutputOutcomeEnum = Literal["created", "superseded", "replayed", "unchanged"]
 
 
 class Retention(TypedDict):
