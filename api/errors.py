@@ -3,9 +3,9 @@
 Codes are the seed's (`invalid-fact`, `fact-not-found`, `retention-violation`,
 `erasure-in-progress`, `embedding-unavailable`, `persistence-error`, ...) plus the API's own
 (`unauthenticated`, `forbidden`, `validation-error`, `not-found`, `method-not-allowed`,
-`unsupported-media-type`, `rate-limited`, `unavailable`). Services raise `KindmemError`
-subclasses; one DRF exception handler renders every error, so no view builds an error body by
-hand.
+`unsupported-media-type`, `rate-limited`, `unavailable`, `conflict`, `stale-approval`).
+Services raise `KindmemError` subclasses; one DRF exception handler renders every error, so no
+view builds an error body by hand.
 """
 
 from __future__ import annotations
@@ -72,6 +72,19 @@ class Conflict(KindmemError):
     code = "conflict"
     status_code = status.HTTP_409_CONFLICT
     default_message = "Someone else changed this first; read it again and retry."
+
+
+class StaleApproval(KindmemError):
+    """A value waiting for review was computed from a version of its fact that is no longer the
+    fact's (edited, patched, verified, deleted or erased since): approving it would overwrite
+    that later write, so nothing changes. Beside `conflict` (also 409), which says a decision
+    or an `expected_version` lost a race; this one says the approval itself is out of date.
+    `details`: `base_version` (what it was computed from), `current_version` (the fact's
+    approved value now, None when it has none) and `change` (`changed`, `deleted`, `erased`)."""
+
+    code = "stale-approval"
+    status_code = status.HTTP_409_CONFLICT
+    default_message = "The fact changed since this memory was written; approving it would undo it."
 
 
 class ErasureInProgress(KindmemError):
@@ -199,6 +212,14 @@ class RequestTooLarge(KindmemError):
     code = "request-too-large"
     status_code = status.HTTP_413_REQUEST_ENTITY_TOO_LARGE
     default_message = "The request carries more than kindmem takes at once."
+
+
+class UnsupportedMediaType(KindmemError):
+    """A body, or a part of one (an archive's entry), in a format kindmem does not read."""
+
+    code = "unsupported-media-type"
+    status_code = status.HTTP_415_UNSUPPORTED_MEDIA_TYPE
+    default_message = "This format is not read here."
 
 
 class LinkExpired(KindmemError):

@@ -24,29 +24,41 @@ SAFE_METHODS = {"GET", "HEAD", "OPTIONS"}
 
 
 class BodySizeLimitMiddleware:
-    """Refuse a /v1 body over KINDMEM_MAX_BODY_BYTES with 413 before it is read.
+    """Refuse a body over KINDMEM_MAX_BODY_BYTES with 413 before it is read, and a /v1 body sent
+    with a Content-Encoding (gzip, deflate, ...) with 415: no route inflates a body, so one
+    would otherwise be parsed as the bytes it is compressed to.
 
     DRF's parsers read the request stream directly, so Django's DATA_UPLOAD_MAX_MEMORY_SIZE
-    alone would not stop a large JSON body.
+    alone would not stop a large JSON body; nor does it count a multipart body's file parts,
+    which Django spools to disk whole, and CSRF's check parses any console POST's body before
+    anyone has logged in. So the length is checked on every path, the console's too (no page of
+    it takes a body near the limit).
     """
 
     def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
         self.get_response = get_response
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
-        if request.path.startswith("/v1/"):
-            try:
-                length = int(request.META.get("CONTENT_LENGTH") or 0)
-            except ValueError:
-                length = 0
-            limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
-            if length > limit:
-                return error_response(
-                    "request-too-large",
-                    f"The request body is {length} bytes; the limit is {limit}.",
-                    {"limit": limit},
-                    status=413,
-                )
+        try:
+            length = int(request.META.get("CONTENT_LENGTH") or 0)
+        except ValueError:
+            length = 0
+        limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+        if length > limit:
+            return error_response(
+                "request-too-large",
+                f"The request body is {length} bytes; the limit is {limit}.",
+                {"limit": limit, "setting": "KINDMEM_MAX_BODY_BYTES"},
+                status=413,
+            )
+        coding = request.META.get("HTTP_CONTENT_ENCODING", "").strip().lower()
+        if request.path.startswith("/v1/") and coding not in {"", "identity"}:
+            return error_response(
+                "unsupported-media-type",
+                f"A body encoded as {coding[:40]!r} is not read here: send it uncompressed.",
+                {"content_encoding": coding[:40], "accepted": ["identity"]},
+                status=415,
+            )
         return self.get_response(request)
 
 

@@ -48,7 +48,7 @@ class BoundedJSONParser(JSONParser):
     included."""
 
     def parse(self, stream: Any, media_type: str | None = None, parser_context: Any = None) -> Any:
-        raw = stream.read()
+        raw = _bounded_read(stream)
         encoding = (parser_context or {}).get("encoding", settings.DEFAULT_CHARSET)
         try:
             text = raw.decode(encoding)
@@ -75,6 +75,19 @@ class MergePatchParser(BoundedJSONParser):
     media_type = "application/merge-patch+json"
 
 
+def _bounded_read(stream: Any) -> bytes:
+    """The body, at most KINDMEM_MAX_BODY_BYTES of it: the body-size middleware refuses a longer
+    declared length, this a stream that brings more than it declared (or declared nothing)."""
+    limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+    data = stream.read(limit + 1) if stream is not None else b""
+    if len(data) > limit:
+        raise RequestTooLarge(
+            f"The request body is over the limit of {limit} bytes.",
+            details={"limit": limit, "setting": "KINDMEM_MAX_BODY_BYTES"},
+        )
+    return data
+
+
 @dataclass(frozen=True)
 class RawBody:
     """A body taken as bytes, and the media type it came as."""
@@ -85,17 +98,10 @@ class RawBody:
 
 class _RawParser(BaseParser):
     """The body's bytes as sent (a memory file, an archive of them), at most
-    KINDMEM_MAX_BODY_BYTES: the body-size middleware refuses a longer declared length, this a
-    stream that brings more than it declared."""
+    KINDMEM_MAX_BODY_BYTES."""
 
     def parse(self, stream: Any, media_type: str | None = None, parser_context: Any = None) -> Any:
-        limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
-        data = stream.read(limit + 1)
-        if len(data) > limit:
-            raise RequestTooLarge(
-                f"The request body is over the limit of {limit} bytes.", details={"limit": limit}
-            )
-        return RawBody(self.media_type, data)
+        return RawBody(self.media_type, _bounded_read(stream))
 
 
 class MarkdownParser(_RawParser):

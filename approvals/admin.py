@@ -23,7 +23,7 @@ from django.utils.html import format_html, format_html_join
 from django.utils.timesince import timesince
 from django.views.decorators.http import require_POST
 
-from api.errors import KindmemError, ValidationFailed
+from api.errors import KindmemError, ValidationFailed, error_body
 from approvals.evidence import Evidence, evidence_attach, shown_messages, with_replaced
 from approvals.highlight import highlight
 from approvals.models import Approval, ApprovalQuerySet, ApprovalStatus
@@ -210,6 +210,24 @@ class ApprovalAdmin(TenantScopedAdmin):
         if evidence is None:
             return ""
         parts = []
+        if evidence.stale is not None:
+            # Why approving is refused, and what the fact reads now (the value an approval
+            # would overwrite), so the reviewer decides against the newer value, not the old.
+            now = evidence.stale.current_version
+            parts.append(
+                format_html(
+                    '<div class="review-stale" role="note"><strong>Stale</strong>: {}</div>',
+                    evidence.stale.message,
+                )
+            )
+            if evidence.current_text is not None:
+                parts.append(
+                    format_html(
+                        '<div class="review-now"><small>the fact now (v{})</small> {}</div>',
+                        now,
+                        evidence.current_text,
+                    )
+                )
         if evidence.diff is not None and evidence.diff.compared:
             parts.append(
                 format_html(
@@ -312,14 +330,20 @@ class ApprovalAdmin(TenantScopedAdmin):
                 "{} by {}<br><small>{}</small>", obj.status, obj.decided_by, obj.note
             )
         # Buttons of the changelist's own form (which carries the CSRF token), sent to this
-        # row's decide URL.
+        # row's decide URL. A stale memory's approve buttons are disabled, saying why; the
+        # service refuses it anyway (a key, a bulk action, a page loaded before the change).
         url = reverse("admin:approvals_approval_decide", args=[obj.id])
+        evidence: Evidence | None = getattr(obj, "evidence", None)
+        stale = evidence.stale if evidence is not None else None
+        refused = (
+            format_html(' disabled title="Approve refused: {}"', stale.message) if stale else ""
+        )
         return format_html(
             '<div class="review-decide">'
             '<button type="submit" class="button" formaction="{}" name="decision" '
-            'value="approve" data-action="approve">Approve</button> '
+            'value="approve" data-action="approve"{}>Approve</button> '
             '<button type="submit" class="button" formaction="{}" name="decision" '
-            'value="verify" data-action="verify">Approve &amp; verify</button><br>'
+            'value="verify" data-action="verify"{}>Approve &amp; verify</button><br>'
             '<input type="text" name="note-{}" placeholder="note" maxlength="2000" size="18" '
             'aria-label="note for a rejection"> '
             '<button type="submit" class="button" formaction="{}" name="decision" '
@@ -327,7 +351,9 @@ class ApprovalAdmin(TenantScopedAdmin):
             '<small class="review-note-prompt" hidden>Type the note, then Enter rejects; '
             "Esc cancels.</small></div>",
             url,
+            refused,
             url,
+            refused,
             obj.id,
             url,
         )
@@ -390,7 +416,7 @@ class ApprovalAdmin(TenantScopedAdmin):
             outcome = self._decide(request, approval, choice, note, "POST console approval-decide")
         if answer_json:
             if isinstance(outcome, KindmemError):
-                body = {"code": outcome.code, "message": outcome.message}
+                body = error_body(outcome.code, outcome.message, outcome.details)
                 return JsonResponse(body, status=outcome.status_code)
             return JsonResponse(
                 {
@@ -413,17 +439,21 @@ class ApprovalAdmin(TenantScopedAdmin):
     def _bulk(self, request: HttpRequest, queryset: QuerySet[Approval], decision: str) -> None:
         note = request.POST.get("note", "")[:2000]
         pending = queryset.filter(status=ApprovalStatus.PENDING).order_by("pk")
-        done = 0
+        done = refused = 0
         for approval in pending:
             outcome = self._decide(request, approval, decision, note, "POST console approvals")
             if isinstance(outcome, KindmemError):
+                # each refusal says why (a stale memory: the fact moved on since)
                 self.message_user(request, f"{approval.id}: {outcome.message}", messages.ERROR)
+                refused += 1
             else:
                 done += 1
-        skipped = queryset.count() - done
+        skipped = queryset.count() - done - refused
         level = messages.SUCCESS if done else messages.WARNING
         self.message_user(
-            request, f"{decision}: {done} decided, {skipped} skipped (not pending).", level
+            request,
+            f"{decision}: {done} decided, {refused} refused, {skipped} skipped (not pending).",
+            level,
         )
 
     @admin.action(description="Approve the selected memories", permissions=["decide"])

@@ -1,11 +1,13 @@
 """What the review queue shows beside a memory waiting for a person: the value it would
-replace, as a word diff (`facts.revision_diff`), and the conversation messages it was derived
-from (its source's `derived_from`, `<conversation>#<sequence>`, as an extraction writes them).
+replace, as a word diff (`facts.revision_diff`), whether approving it would be refused because
+the fact moved on since it was written (`facts.stale`: then the fact's value now, beside it),
+and the conversation messages it was derived from (its source's `derived_from`,
+`<conversation>#<sequence>`, as an extraction writes them).
 
-Loaded for a whole page at once (one query for the replaced values, one for the messages), so
-the queue costs the same for two rows and for fifty; the messages are read through recall's
-holds, so nothing of a person under erasure is shown. Showing them is a console read of the
-people they are about, audited by the caller (`ApprovalAdmin`).
+Loaded for a whole page at once (one query for the replaced values, one for staleness, one for
+the messages), so the queue costs the same for two rows and for fifty; the messages are read
+through recall's holds, so nothing of a person under erasure is shown. Showing them is a console
+read of the people they are about, audited by the caller (`ApprovalAdmin`).
 """
 
 from __future__ import annotations
@@ -18,9 +20,10 @@ from typing import Any
 
 from django.db.models import OuterRef, Q, QuerySet, Subquery
 
-from approvals.models import Approval
+from approvals.models import Approval, ApprovalStatus
 from facts.models import Revision
 from facts.revision_diff import WordDiff, revision_text, word_diff
+from facts.stale import Staleness, stale_among
 from recall.models import Message, message_ref
 
 # Cited messages shown per memory, and characters of each: the evidence, not the transcript.
@@ -38,6 +41,9 @@ class Cited:
 @dataclass
 class Evidence:
     diff: WordDiff | None = None  # the memory against the value it would replace
+    # approving it would be refused (`stale-approval`): how the fact moved on, and its value now
+    stale: Staleness | None = None
+    current_text: str | None = None
     cited: list[Cited] = field(default_factory=list)
     missing: list[str] = field(default_factory=list)  # cited, no longer there (deleted, erased)
     subjects: set[str] = field(default_factory=set)  # whom the shown messages are about
@@ -97,10 +103,18 @@ def evidence_attach(approvals: Sequence[Approval]) -> None:
             )
         )
         found = {message_ref(m.conversation.thread_id, m.sequence): m for m in messages}
+    stale = stale_among(
+        a.revision_id
+        for a in approvals
+        if a.status == ApprovalStatus.PENDING and a.revision.invalidated_at is None
+    )
     for approval in approvals:
-        evidence = Evidence()
+        evidence = Evidence(stale=stale.get(approval.revision_id))
         replaced = getattr(approval, "replaced_content", None)
-        if replaced is not None and approval.revision.review is not None:
+        if replaced is not None and evidence.stale is not None:
+            # not "what it would replace": approving it is refused; the value it stands against
+            evidence.current_text = revision_text(replaced)
+        elif replaced is not None and approval.revision.review is not None:
             evidence.diff = word_diff(
                 revision_text(replaced), revision_text(approval.revision.content)
             )

@@ -26,7 +26,7 @@ from api.errors import Forbidden, InvalidFact
 from approvals import gate
 from approvals.models import Approval, ApprovalStatus
 from approvals.services import approval_open
-from facts.review import VERIFIED_SLOT, Finding
+from facts.review import ASSERTED_OVERWRITE, VERIFIED_SLOT, Finding
 from facts.scopes import SubjectInput
 from facts.services import type_content_schema
 from facts.slots import SlotOutcome, SlotWrite, slot_write
@@ -166,6 +166,8 @@ def memory_remember(
         return Remembered(result, Approval.objects.filter(revision=result.revision).first())
     if result.verified_slot:
         reasons = [*reasons, VERIFIED_SLOT]
+    if result.asserted_slot:
+        reasons = [*reasons, ASSERTED_OVERWRITE]
     if result.withdrawn:
         Approval.objects.filter(
             revision__in=result.withdrawn, status=ApprovalStatus.PENDING

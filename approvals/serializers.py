@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from api import fields
 from api.fields import PatternField, StrictSerializer, TextField
 from approvals.models import Approval, ApprovalStatus
 from facts.review import REASONS
-from facts.serializers import FactOutput
+from facts.serializers import WRITE_STATUSES, FactOutput, write_status
 
 # A hard cap before the service's own limit (KINDMEM_REMEMBER_MAX_CHARS) answers clearly.
 MAX_TEXT_INPUT = 100_000
@@ -34,6 +35,10 @@ class RememberOutput(serializers.Serializer):
     """The seed's RememberFactResult, snake_case."""
 
     outcome = serializers.ChoiceField(choices=["created", "superseded", "replayed"])
+    status = serializers.ChoiceField(
+        choices=WRITE_STATUSES,
+        help_text="stored: readable now; pending-review: waits for a person, read by no one.",
+    )
     fact = FactOutput()
     approval_id = serializers.UUIDField(allow_null=True)
     review = ReviewOutput(allow_null=True)
@@ -64,8 +69,19 @@ class FindingOutput(serializers.Serializer):
     match = serializers.CharField()
 
 
+class StaleOutput(serializers.Serializer):
+    """Why approving is refused now (`stale-approval`): the fact moved on since the memory was
+    computed from `base_version`."""
+
+    base_version = serializers.IntegerField(allow_null=True)
+    current_version = serializers.IntegerField(allow_null=True)
+    change = serializers.ChoiceField(choices=["changed", "deleted", "erased"])
+    message = serializers.CharField()
+
+
 class ApprovalOutput(serializers.Serializer):
-    """Needs `revision__fact` selected and `revision__subjects` prefetched."""
+    """Needs `revision__fact` selected and `revision__subjects` prefetched; `stale` is read
+    from the approval's `staleness` where the view set it (a page of the queue)."""
 
     id = serializers.UUIDField()
     status = serializers.ChoiceField(choices=ApprovalStatus.choices)
@@ -81,10 +97,20 @@ class ApprovalOutput(serializers.Serializer):
     note = serializers.CharField(allow_blank=True)
     fact = FactOutput(source="revision")
     verified_revision_id = serializers.UUIDField(allow_null=True)
+    # the version of the fact the memory was computed from (None: a new fact)
+    base_version = serializers.IntegerField(source="revision.base_version", allow_null=True)
+    stale = serializers.SerializerMethodField()
 
     def get_agent_id(self, approval: Approval) -> str:
         # the revision's attribution names the agent even when its row has gone
         return approval.revision.attributed_id
+
+    @extend_schema_field(StaleOutput(allow_null=True))
+    def get_stale(self, approval: Approval) -> dict[str, Any] | None:
+        staleness = getattr(approval, "staleness", None)
+        if staleness is None:
+            return None
+        return {**staleness.details(), "message": staleness.message}
 
 
 class ApprovalListOutput(serializers.Serializer):
@@ -97,6 +123,7 @@ def remember_body(remembered: Any) -> dict[str, Any]:
     return RememberOutput(
         {
             "outcome": remembered.result.outcome,
+            "status": write_status(remembered.result.revision),
             "fact": remembered.result.revision,
             "approval_id": approval.id if approval else None,
             "review": {"reasons": approval.reasons} if approval else None,

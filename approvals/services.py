@@ -16,7 +16,7 @@ from audit.models import Outcome, Phase
 from audit.services import Actor, AuditNote, audit_record
 from facts.models import Revision
 from facts.review import Finding
-from facts.services import fact_verify, revision_approve, revision_reject
+from facts.services import fact_lock, fact_verify, revision_approve, revision_reject
 from kindmem.access import Principal, PrincipalKind, Readers
 
 REVIEWER_GROUP = "reviewer"
@@ -148,7 +148,19 @@ def approval_decide(
     approved value if it had one (`superseded`). approve + verify: also a new revision `trust:
     verified` by the reviewer (`fact_verify`), lifting the unverified window. reject: the
     revision is invalidated (`deleted`, by the reviewer) and never readable; an approved value
-    it waited beside stays the fact."""
+    it waited beside stays the fact.
+
+    Approving is a compare-and-swap (`facts.stale`): when the fact moved on since the value was
+    computed (edited, patched, verified, deleted, erased), `revision_approve` answers
+    `stale-approval` (409) and the whole decision rolls back, the claim included. The approval
+    stays `pending`, by choice: closing it would be a write in a call that must change nothing,
+    and the reviewer still has a decision to take. The console shows it marked stale, with the
+    fact's value now beside it and why approving is refused, and rejecting it stays allowed.
+
+    Locks: the fact's row first (`fact_lock`), then the approval's (the claim), the order every
+    writer of the fact takes them in. Two decisions on one approval queue on its row (the
+    second finds it decided: `conflict`); two approvals of values of one fact, or an approval
+    and an edit, queue on the fact's row, so the second sees what the first wrote."""
     if not is_reviewer(reviewer):
         raise Forbidden("Only a reviewer or a tenant admin decides pending memories.")
     if decision not in Decision.CHOICES:
@@ -164,6 +176,7 @@ def approval_decide(
         (Decision.APPROVE, True): ApprovalStatus.VERIFIED,
         (Decision.REJECT, False): ApprovalStatus.REJECTED,
     }[(decision, verify)]
+    fact_lock(tenant_id=reviewer.tenant_id, fact_id=approval.fact_id)
     claimed = Approval.objects.filter(
         pk=approval.pk, tenant_id=reviewer.tenant_id, status=ApprovalStatus.PENDING
     ).update(

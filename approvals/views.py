@@ -13,7 +13,7 @@ from rest_framework.response import Response
 from api.cursors import cursor_encode
 from api.serializers import ErrorOutput
 from approvals import services
-from approvals.models import Approval
+from approvals.models import Approval, ApprovalStatus
 from approvals.permissions import IsReviewer
 from approvals.remember import memory_remember
 from approvals.serializers import (
@@ -28,6 +28,7 @@ from approvals.serializers import (
 )
 from audit.recording import AuditedView
 from facts.slots import SlotOutcome
+from facts.stale import stale_among
 from kindmem.permissions import IsRun, principal_of
 
 ERRORS = dict.fromkeys((400, 401, 403, 404, 409), ErrorOutput)
@@ -84,7 +85,10 @@ class ApprovalListView(AuditedView):
         page = list(qs.order_by("created_at", "id")[: limit + 1])
         next_cursor = cursor_encode(page[limit - 1]) if len(page) > limit else None
         page = page[:limit]
+        # which pending ones a reviewer can no longer approve (`stale-approval`), in one query
+        stale = stale_among(a.revision_id for a in page if a.status == ApprovalStatus.PENDING)
         for approval in page:
+            approval.staleness = stale.get(approval.revision_id)  # type: ignore[attr-defined]
             services.revision_audit_touch(self.audit, approval.revision)
         self.audit.project_id = None
         return Response(ApprovalListOutput({"approvals": page, "next_cursor": next_cursor}).data)

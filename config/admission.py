@@ -14,6 +14,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from api.errors import Unavailable, error_body
 from api.renderers import ApiJSONRenderer
+from config.metrics import SHED
 
 logger = logging.getLogger(__name__)
 
@@ -29,6 +30,7 @@ def admitting(app: ASGIApp, *, limit: int) -> ASGIApp:
             return
         if in_flight >= limit:
             logger.warning("unavailable: %d requests in flight, %s refused", limit, scope["path"])
+            SHED.labels("503").inc()
             await _refuse(send)
             return
         in_flight += 1

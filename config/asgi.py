@@ -34,6 +34,7 @@ from config.admission import admitting  # noqa: E402
 from config.collector import tune_for_serving  # noqa: E402
 from config.durability import assert_confined_login, assert_durable_database  # noqa: E402
 from config.mcp_server import MCP_PATH, mcp_app  # noqa: E402
+from config.request_bodies import body_limited  # noqa: E402
 
 
 def _refuse_unsafe_database() -> None:
@@ -72,5 +73,8 @@ async def route(scope: Scope, receive: Receive, send: Send) -> None:
         await django_app(scope, receive, send)  # type: ignore[arg-type]
 
 
-# Past KINDMEM_MAX_IN_FLIGHT requests at once, the next is answered 503 (config/admission.py).
-application = admitting(route, limit=settings.MAX_IN_FLIGHT)
+# Past KINDMEM_MAX_IN_FLIGHT requests at once, the next is answered 503 (config/admission.py);
+# a body past KINDMEM_MAX_BODY_BYTES, declared or chunked, 413 (config/request_bodies.py).
+application = admitting(
+    body_limited(route, limit=settings.DATA_UPLOAD_MAX_MEMORY_SIZE), limit=settings.MAX_IN_FLIGHT
+)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 
 from celery import Celery
-from celery.signals import worker_init, worker_ready
+from celery.signals import task_failure, task_retry, task_success, worker_init, worker_ready
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 
@@ -29,3 +29,22 @@ def queue_a_heartbeat(**_: object) -> None:
     from kindmem.tasks import record_heartbeat
 
     record_heartbeat.delay()
+
+
+def _count_task(outcome: str) -> object:
+    def count(sender: object = None, **_: object) -> None:
+        from config.metrics import TASKS
+
+        TASKS.labels(getattr(sender, "name", "unknown"), outcome).inc()
+
+    return count
+
+
+# Task outcomes by task for /metrics (config/metrics.py): counting, not domain behaviour.
+# weak=False: the receivers are closures that nothing else holds.
+for _signal, _outcome in (
+    (task_success, "success"),
+    (task_failure, "failure"),
+    (task_retry, "retry"),
+):
+    _signal.connect(_count_task(_outcome), weak=False)

@@ -88,3 +88,14 @@ def _warm_embedder() -> None:
         return
     # the model lives as long as the worker: out of the collector's full passes (config/wsgi.py)
     gc.freeze()
+
+
+def child_exit(server: Any, worker: Any) -> None:
+    """A dead worker's live gauges leave /metrics' sums (prometheus-client's multiprocess mode:
+    config/metrics.py); its counters stay counted."""
+    import os
+
+    if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+        from prometheus_client import multiprocess
+
+        multiprocess.mark_process_dead(worker.pid)

@@ -82,6 +82,8 @@ AGENT_WRITE_REVIEW = "approvals.agent_review.reviewer"
 AFTER_APPEND_HOOKS = ["extraction.services.extraction_after_append"]
 
 MIDDLEWARE = [
+    # first: every request counts, those a later middleware answers (413, 429) included
+    "config.metrics.MetricsMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "api.limits.BodySizeLimitMiddleware",
     "api.limits.CredentialConcurrencyMiddleware",
@@ -247,6 +249,16 @@ FACTS_PURGE_DELAY_DAYS = env_int("KINDMEM_FACTS_PURGE_DELAY_DAYS", 30)
 MEMORY_FILES_MAX = env_int("KINDMEM_MEMORY_FILES_MAX", 1000)
 if MEMORY_FILES_MAX < 1:
     raise ImproperlyConfigured("KINDMEM_MEMORY_FILES_MAX must be 1 or more")
+# An import's zip is inflated in chunks and refused as soon as its memory files REALLY unpack
+# (never by the sizes it declares) past this many bytes in all, or an entry to more than this
+# many times its compressed size (api/archives.py): what one import holds stays near the first.
+# 8 MiB: a thousand files of a few KB each, an export of KINDMEM_MEMORY_FILES_MAX facts.
+IMPORT_MAX_UNPACKED_BYTES = env_int("KINDMEM_IMPORT_MAX_UNPACKED_BYTES", 8 * 1024 * 1024)
+IMPORT_MAX_RATIO = env_int("KINDMEM_IMPORT_MAX_RATIO", 100)
+if IMPORT_MAX_UNPACKED_BYTES < 1 or IMPORT_MAX_RATIO < 1:
+    raise ImproperlyConfigured(
+        "KINDMEM_IMPORT_MAX_UNPACKED_BYTES and KINDMEM_IMPORT_MAX_RATIO must be 1 or more"
+    )
 
 # `kindmem run`'s processes: gunicorn's sync workers (the REST API and the console) and
 # uvicorn's (the MCP server), chosen by bench/load.py (bench/README.md).
@@ -316,6 +328,9 @@ if EMBEDDER == "openai" and not (EMBEDDER_URL and EMBEDDER_MODEL):
 # Extraction (extraction/provider.py): memories proposed from conversations by the operator's
 # own chat model, any OpenAI-compatible `/v1/chat/completions` server (vLLM, Ollama, llama.cpp,
 # LiteLLM, OpenAI). Unset: extraction answers `extraction-unavailable`; nothing is downloaded.
+# /metrics (config/metrics.py) answers this Bearer credential only; unset, it is not served
+METRICS_TOKEN = os.environ.get("KINDMEM_METRICS_TOKEN", "")
+
 LLM_URL = os.environ.get("KINDMEM_LLM_URL", "")
 LLM_MODEL = os.environ.get("KINDMEM_LLM_MODEL", "")
 LLM_API_KEY = os.environ.get("KINDMEM_LLM_API_KEY", "")

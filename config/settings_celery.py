@@ -100,6 +100,7 @@ CELERY_TASK_IGNORE_RESULT = True
 HEARTBEAT_INTERVAL_SECONDS = env_int("KINDMEM_HEARTBEAT_INTERVAL_SECONDS", 15)
 HEARTBEAT_STALE_SECONDS = env_int("KINDMEM_HEARTBEAT_STALE_SECONDS", 60)
 CELERY_BEAT_SCHEDULE_FILENAME = str(DATA_DIR / "celerybeat-schedule")
+METRICS_REFRESH_SECONDS = env_int("KINDMEM_METRICS_REFRESH_SECONDS", 30)
 CELERY_BEAT_SCHEDULE: dict[str, dict[str, object]] = {
     "record-heartbeat": {
         "task": "kindmem.tasks.record_heartbeat",
@@ -116,4 +117,10 @@ CELERY_BEAT_SCHEDULE: dict[str, dict[str, object]] = {
     "sweep-expired-facts": {"task": "facts.tasks.sweep_expired_facts", "schedule": 3600.0},
     "purge-facts": {"task": "facts.tasks.purge_facts", "schedule": 86400.0},
     "resume-extractions": {"task": "extraction.tasks.resume_extractions", "schedule": 60.0},
+    # the state gauges of /metrics (config/metrics.py); a stale one is worth nothing
+    "refresh-metrics": {
+        "task": "config.tasks.refresh_metrics",
+        "schedule": float(METRICS_REFRESH_SECONDS),
+        "options": {"expires": float(METRICS_REFRESH_SECONDS)},
+    },
 }

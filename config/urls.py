@@ -7,6 +7,7 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from config.capabilities import CapabilitiesView
 from config.health import healthz
+from config.metrics import metrics
 
 handler400 = "api.errors.json_bad_request"
 handler404 = "api.errors.json_not_found"
@@ -42,6 +43,7 @@ APP_ROUTES = [
 urlpatterns = [
     *(path("v1/", include(module)) for module in APP_ROUTES),
     path("healthz", healthz, name="healthz"),
+    path("metrics", metrics, name="metrics"),
     path("v1/", include(api_v1)),
     path("console/", admin.site.urls),
     path("", RedirectView.as_view(url="/console/", permanent=False)),

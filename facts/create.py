@@ -16,6 +16,7 @@ from api.errors import (
 from api.transactions import service_atomic
 from compiled import Read, read_ahead
 from embeddings.budget import Embedded
+from facts.authority import Door, Governed, authorize, subject_set
 from facts.models import (
     Fact,
     Review,
@@ -75,6 +76,7 @@ def fact_create(
     caused_by_log_id: Sequence[str] = (),
     step_id: str | None = None,
     tool_call_id: str | None = None,
+    door: Door = Door.API,
 ) -> WriteResult:
     """Write a new fact (version 1, trust `asserted`, attributed to the principal; an agent's
     run writes `unverified`, and a fact of its that must wait for review (`facts.review`:
@@ -86,7 +88,8 @@ def fact_create(
     When the write brings something the fact lacks (a retention field, tags, subjects, a source),
     that fact's next revision applies it (`fact_supersede`, outcome `superseded`).
     Refused with `erasure-in-progress` for a held person, and with `forbidden` for a scope the
-    writer could not read; in both cases nothing is written. `step_id` and `tool_call_id` are
+    writer could not read or a retention or subject it may not set (`facts.authority`); in
+    each case nothing is written. `step_id` and `tool_call_id` are
     the run step that wrote it (provenance), for callers that know it.
     """
     # The content is embedded on the embedding threads while the write reads (the model
@@ -109,7 +112,7 @@ def fact_create(
         policy = checked_write_policy(principal.tenant_id, type, content)
         existing = duplicate(dedup_scope_of(policy), fact, draft, readers)
         if existing is not None:
-            return _write_again(principal, existing, draft, subjects, retention, tags)
+            return _write_again(principal, existing, draft, subjects, retention, tags, door)
         return _write_new_fact(
             principal,
             fact,
@@ -119,6 +122,7 @@ def fact_create(
             cap=cap_of(policy),
             readers=readers,
             embedded=embedding.result(),  # before this write takes any lock
+            door=door,
         )
 
 
@@ -157,6 +161,7 @@ def _write_again(
     subjects: Sequence[SubjectInput] | None,
     retention: RetentionInput | None,
     tags: Sequence[str],
+    door: Door,
 ) -> WriteResult:
     """A write of content the fact already holds: unchanged, unless it brings something new
     about it (a legal hold, tags, subjects, a source), which is never dropped: revisions are
@@ -177,6 +182,7 @@ def _write_again(
         source=draft.source,
         caused_by_log_id=draft.caused_by_log_id,
         tags=tags,
+        door=door,
     )
 
 
@@ -190,15 +196,24 @@ def _write_new_fact(
     cap: int | None,
     readers: Readers,
     embedded: Embedded,
+    door: Door,
 ) -> WriteResult:
     """The fact, its first revision and subjects, written in one round trip, queued for review
     where it must wait. The writer may only write where it could read: the same SQL guard as
     every read, on the fact as written, in that round trip; a refusal undoes all three (this
     service's savepoint, or the request's rollback: api/transactions.py)."""
+    policy = Retention.of_policy(fact.tenant_id, fact.type)
+    kept = policy.overridden_by(retention)
+    # a first write's baseline: the type's policy and the scope's default subjects
+    authorize(
+        principal,
+        before=Governed(policy, subject_set(default_subjects(scope_of(fact)))),
+        after=Governed(kept, subject_set(subjects)),
+        door=door,
+    )
     now = timezone.now()
     fact.created_at = now
     needed = agent_write_review().needed(principal, fact, draft.content)
-    kept = Retention.of_policy(fact.tenant_id, fact.type).overridden_by(retention)
     written = write_revision(
         fact=fact,
         version=1,

@@ -17,6 +17,15 @@ from api.errors import (
     Forbidden,
 )
 from api.transactions import service_atomic
+from facts.authority import (
+    Change,
+    Governed,
+    authorize,
+    check_may,
+    may,
+    overwrite_reasons,
+    subject_set,
+)
 from facts.models import (
     Fact,
     InvalidationReason,
@@ -44,10 +53,11 @@ from facts.revisions import (
 from facts.scopes import (
     persons_of_write,
 )
-from facts.write_policy import type_content_schema
+from facts.stale import check_not_stale
+from facts.write_policy import write_policy_query
 from facts.writes import Outcome, WriteResult, queued_for_review
 from kindmem.access import Principal, PrincipalKind, Readers
-from kindmem.holds import assert_not_held
+from kindmem.holds import assert_not_held, frozen
 
 
 @service_atomic
@@ -77,18 +87,27 @@ def fact_propose(
         raise Forbidden("Only an agent run proposes a fact's next value.")
     embedded = embed_for_write(content)
     fact, current = lock_current(principal, fact_id)
-    check_content([type_content_schema(principal.tenant_id, fact.type)], content, type=fact.type)
+    policy = write_policy_query(principal.tenant_id, fact.type).first()
+    check_content([policy.content_schema if policy else None], content, type=fact.type)
     subjects = subjects_of(current)
     assert_not_held(principal.tenant_id, persons_of_write(fact, subjects))
     if content_hash(content, None, None) == current.content_hash:
         return WriteResult(current, Outcome.UNCHANGED)
+    retention = Retention.of_revision(current)
+    # a proposal changes the content only: the type's mutable fields bound it as any write
+    authorize(
+        principal,
+        before=Governed(retention, subject_set(subjects), current.content),
+        after=Governed(retention, subject_set(subjects), content),
+        mutable_fields=policy.mutable_fields if policy else (),
+    )
     detected = agent_write_review().needed(principal, fact, content)
-    why = [*reasons, *(r for r in detected.reasons if r not in reasons)]
+    given = [*reasons, *overwrite_reasons(principal, current)]
+    why = [*dict.fromkeys(given), *(r for r in detected.reasons if r not in given)]
     if not why:
         raise ValueError("a proposal waits for a reviewer: name at least one reason")
     who = attribution_of(principal)
     now = timezone.now()
-    retention = Retention.of_revision(current)
     expires_at = retention.expires_at(fact.created_at)
     if window_days is not None and not retention.legal_hold:
         window = now + timedelta(days=window_days)
@@ -110,6 +129,7 @@ def fact_propose(
         supersedes=None,  # linked by `revision_approve`, if a reviewer approves it
         trust=Trust.UNVERIFIED,
         review=Review.PENDING,
+        base_version=current.version,  # approving it is a compare-and-swap (`facts.stale`)
         embedded=embedded,
         now=now,
     ).revision
@@ -118,8 +138,9 @@ def fact_propose(
 
 
 def can_verify(principal: Principal) -> bool:
-    """A person with the right: a tenant admin or a Kindgi user; never an app or an agent run."""
-    return principal.kind in {PrincipalKind.ADMIN, PrincipalKind.USER}
+    """A person with the right (`facts.authority`'s trust row): a tenant admin, a Kindgi user
+    or staff in the console; never an app or an agent run."""
+    return may(principal, ("trust", Change.SET))
 
 
 @service_atomic
@@ -138,18 +159,23 @@ def fact_verify(
 
     `readers` widens what the verifier may reach: a reviewer deciding the tenant's review queue
     (approvals) verifies facts of people whose facts their own key could not list."""
-    if not can_verify(principal):
-        raise Forbidden("Only a tenant admin or a Kindgi user may verify a fact.")
+    check_may(principal, ("trust", Change.SET))
     fact, current = lock_current(principal, fact_id, readers)
     check_expected(current, expected_version)
     subjects = subjects_of(current)
     assert_not_held(principal.tenant_id, persons_of_write(fact, subjects))
     if current.trust == Trust.VERIFIED:
         return WriteResult(current, Outcome.UNCHANGED)
+    retention = Retention.of_revision(current)
+    held = subject_set(subjects)
+    authorize(
+        principal,
+        before=Governed(retention, held, trust=current.trust),
+        after=Governed(retention, held, trust=Trust.VERIFIED),
+    )
     who = attribution_of(principal)
     now = timezone.now()
     invalidate(current, by=who.label, reason=InvalidationReason.SUPERSEDED, now=now)
-    retention = Retention.of_revision(current)
     written = write_revision(
         fact=fact,
         version=next_version(fact),
@@ -177,14 +203,29 @@ def fact_verify(
     return WriteResult(written.revision, Outcome.VERIFIED, stored=written.stored)
 
 
+def fact_lock(*, tenant_id: uuid.UUID, fact_id: uuid.UUID) -> None:
+    """Take the fact's row lock, as every writer of it does, before a decision claims its
+    approval: a decision then takes its locks in the writers' order (fact, then approval) and
+    never deadlocks with a `remember` that closes the approvals of the slot it writes."""
+    Fact.objects.select_for_update().filter(tenant_id=tenant_id, pk=fact_id).values_list(
+        "pk", flat=True
+    ).first()
+
+
 @transaction.atomic
 def revision_approve(*, tenant_id: uuid.UUID, revision_id: uuid.UUID, by: str) -> Revision:
     """A reviewer approved a pending revision: it becomes the fact's current revision as it is
     (still `unverified`), and the approved value it waited beside is invalidated `superseded`
     (by the reviewer), in this one transaction. Its record time (`created_at`) becomes now:
     until now no read, as-of reads included, could see it. It takes the next version when
-    another writer numbered one meanwhile. A revision that is no longer pending and current is
-    a `conflict`."""
+    another writer numbered one meanwhile (a value waiting beside it, never approved).
+
+    A compare-and-swap (`facts.stale`): when the fact moved on since the revision was computed
+    (edited, patched, verified, another value approved, deleted, erased), it is refused
+    (`stale-approval`) and nothing changes; checked under the fact's row lock, which every
+    writer of the fact takes, so no write comes between the check and the swap. A revision that
+    is no longer pending and current is a `conflict`; one about a person whose erasure runs is
+    `erasure-in-progress` (nothing lands for them meanwhile)."""
     fact_id = (
         Revision.objects.filter(tenant_id=tenant_id, pk=revision_id)
         .values_list("fact_id", flat=True)
@@ -192,8 +233,13 @@ def revision_approve(*, tenant_id: uuid.UUID, revision_id: uuid.UUID, by: str) -
     )
     # The fact's row lock first, as every writer of a fact takes it (no deadlock, and the
     # approved value read below is the one no concurrent supersede is replacing).
+    # a frozen fact (kept under legal hold after an erasure) is written by nobody, a reviewer
+    # included: its waiting value is no longer waiting
     fact = (
-        Fact.objects.select_for_update().filter(tenant_id=tenant_id, pk=fact_id).first()
+        Fact.objects.select_for_update()
+        .filter(tenant_id=tenant_id, pk=fact_id)
+        .exclude(frozen())
+        .first()
         if fact_id is not None
         else None
     )
@@ -206,6 +252,8 @@ def revision_approve(*, tenant_id: uuid.UUID, revision_id: uuid.UUID, by: str) -
     )
     if fact is None or waiting is None:
         raise Conflict("This memory is no longer waiting for review (replaced or erased).")
+    assert_not_held(tenant_id, persons_of_write(fact, subjects_of(waiting)))
+    check_not_stale(waiting)
     now = timezone.now()
     approved = Revision.objects.filter(
         tenant_id=tenant_id, fact=fact, invalidated_at__isnull=True, review__isnull=True
@@ -229,6 +277,7 @@ def revision_reject(*, tenant_id: uuid.UUID, revision_id: uuid.UUID, by: str) ->
     revision = (
         Revision.objects.select_for_update()
         .filter(tenant_id=tenant_id, pk=revision_id, review=Review.PENDING)
+        .exclude(frozen("fact__"))  # a frozen fact is written by nobody, a reviewer included
         .first()
     )
     if revision is None:

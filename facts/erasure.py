@@ -5,7 +5,9 @@ A fact is *about* the target when its scope names them (`participant_id`, `user_
 For such a fact every revision is deleted (its subjects, embedding and search text are columns
 or rows that go with it), then the links to and from the fact, then the fact itself. Revisions
 under legal hold are kept and reported in `held` with their hold: their fact and its links stay
-too, since a held revision cannot exist without them.
+too, since a held revision cannot exist without them. Such a fact is frozen when the step
+finishes (`Fact.frozen_at`): kept for the privacy officer's access export, read and written by
+no credential afterwards (`kindmem.holds.frozen`), where the erasure's hold no longer hides it.
 
 One batch handles at most `limit` facts, in primary-key order, inside the runner's
 transaction; a fact that was erased no longer matches, so a resumed batch moves on to what is
@@ -21,6 +23,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.db.models import Exists, OuterRef, Q, QuerySet
+from django.utils import timezone
 
 from facts.models import Fact, FactQuerySet, Link, Revision, Subject
 from kindmem.erasure import HELD_SHOWN, BatchResult, ErasureTarget, StepPreview
@@ -106,7 +109,16 @@ def erase_batch(target: ErasureTarget, limit: int) -> BatchResult:
         erased += scrubbed
         if len(scrubbed) == limit - len(fact_ids):
             return BatchResult(erased=erased, done=False)
+    _freeze_held(target)
     return BatchResult(erased=erased, done=True, held=_held_revisions(target))
+
+
+def _freeze_held(target: ErasureTarget) -> None:
+    """Freeze the target's facts the erasure kept under legal hold (idempotent: a resumed last
+    batch freezes nothing twice)."""
+    Fact.objects.filter(pk__in=_held(target).values("fact_id"), frozen_at__isnull=True).update(
+        frozen_at=timezone.now()
+    )
 
 
 def preview(target: ErasureTarget) -> StepPreview:

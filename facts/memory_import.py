@@ -37,6 +37,7 @@ from typing import Any
 from api.errors import FactNotFound, KindmemError
 from api.transactions import service_atomic
 from facts import services
+from facts.authority import Door
 from facts.links import link_create
 from facts.memory_import_plan import WRITE_FIELDS, Planned, in_file
 from facts.models import DedupScope, Revision, WritePolicy
@@ -127,11 +128,15 @@ def _entity_repeat(
 def _write(
     principal: Principal, item: Planned, taken: set[uuid.UUID], dedup_scopes: dict[str, str]
 ) -> services.WriteResult:
+    # a file's retention and subjects are checked as a file's and as its importer's
+    # (`facts.authority`: the import column)
     repeat = _entity_repeat(principal, item.write, taken, dedup_scopes)
     if repeat is None:
-        return services.fact_create(principal=principal, **item.write)
+        return services.fact_create(principal=principal, door=Door.IMPORT, **item.write)
     again = {k: v for k, v in item.write.items() if k not in {"type", "scope", "key"}}
-    return services.fact_supersede(principal=principal, fact_id=repeat.fact_id, **again)
+    return services.fact_supersede(
+        principal=principal, fact_id=repeat.fact_id, door=Door.IMPORT, **again
+    )
 
 
 @service_atomic

@@ -1,5 +1,6 @@
 """The memory files of an import's request body (`POST /v1/facts/import`): one `text/markdown`
-file, or the `facts/<id>.md` entries of a zip, bounded in number and unpacked size; and
+file, or the `facts/<id>.md` entries of a zip, bounded in number and in the bytes they really
+unpack to; and
 `refused`, the `validation-error` that names a file."""
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from typing import Any
 
 from django.conf import settings
 
+from api import archives
 from api.errors import RequestTooLarge, ValidationFailed
 
 MARKDOWN = "text/markdown"
@@ -45,9 +47,9 @@ def refused(name: str, fields: Mapping[str, Any]) -> ValidationFailed:
 def uploaded_files(body: bytes, media_type: str) -> list[Uploaded]:
     """The memory files of a request body: one `text/markdown` file, or the `facts/*.md`
     entries of an `application/zip` (its other entries are not memory files), at most
-    KINDMEM_MEMORY_FILES_MAX of them and, unpacked, at most KINDMEM_MAX_BODY_BYTES (413
-    `request-too-large`, as for the body itself)."""
-    limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+    KINDMEM_MEMORY_FILES_MAX of them, unpacked within KINDMEM_IMPORT_MAX_UNPACKED_BYTES and
+    KINDMEM_IMPORT_MAX_RATIO as they really inflate (api/archives.py: 413 `request-too-large`;
+    a method other than stored or deflate is 415, an entry bigger than it declares 400)."""
     if media_type == MARKDOWN:
         return [Uploaded(None, _text(body, "the body"))]
     try:
@@ -55,8 +57,9 @@ def uploaded_files(body: bytes, media_type: str) -> list[Uploaded]:
         entries = [
             info
             for info in archive.infolist()
-            if not info.is_dir()
-            and _ENTRY.fullmatch(info.filename)
+            # the name first: is_dir() fails on the empty name of one cut at a NUL
+            if _ENTRY.fullmatch(info.filename)
+            and not info.is_dir()
             and not info.filename.startswith("__MACOSX/")
             and not info.filename.rpartition("/")[2].startswith("._")
         ]
@@ -81,37 +84,26 @@ def uploaded_files(body: bytes, media_type: str) -> list[Uploaded]:
     most = settings.MEMORY_FILES_MAX
     if len(entries) > most:
         raise RequestTooLarge(
-            f"The archive holds {len(entries)} memory files; an import takes at most {most}.",
-            details={"files": len(entries), "limit": most},
-        )
-    unpacked = sum(info.file_size for info in entries)
-    if unpacked > limit:
-        raise RequestTooLarge(
-            f"The archive's memory files unpack to {unpacked} bytes; the limit is {limit}.",
-            details={"limit": limit},
+            f"The archive holds {len(entries)} memory files; an import takes at most {most}"
+            " (KINDMEM_MEMORY_FILES_MAX).",
+            details={"files": len(entries), "limit": most, "setting": "KINDMEM_MEMORY_FILES_MAX"},
         )
     seen: set[str] = set()
     for info in entries:
         if info.filename in seen:
             raise refused(info.filename, {"file": ["The archive holds two entries of this name."]})
         seen.add(info.filename)
-    files = []
-    for info in entries:
-        try:
-            data = archive.read(info)
-        except (
-            zipfile.BadZipFile,
-            zlib.error,
-            EOFError,
-            RuntimeError,  # an encrypted entry; NotImplementedError (an unknown compression)
-            ValueError,
-            OSError,
-            struct.error,
-        ):
-            # a bad CRC, a truncated entry, an encrypted one, an unknown compression
-            raise refused(info.filename, {"file": ["Cannot be read from the archive."]}) from None
-        files.append(Uploaded(info.filename, _text(data, info.filename)))
-    return files
+    limits = archives.Limits(
+        total_bytes=settings.IMPORT_MAX_UNPACKED_BYTES,
+        ratio=settings.IMPORT_MAX_RATIO,
+        total_setting="KINDMEM_IMPORT_MAX_UNPACKED_BYTES",
+        ratio_setting="KINDMEM_IMPORT_MAX_RATIO",
+    )
+    # inflated here within the limits on real bytes, never by zipfile (api/archives.py)
+    return [
+        Uploaded(info.filename, _text(data, info.filename))
+        for info, data in zip(entries, archives.unpacked(body, entries, limits), strict=True)
+    ]
 
 
 def _text(data: bytes, name: str) -> str:

@@ -1,6 +1,6 @@
-"""JSON Merge Patch (RFC 7386) of a fact, restricted to what its type lets change (seed 003's
-`IWritePolicy.applyUpdate`: `null` deletes a key, arrays replace wholesale, objects merge
-deeply, only the declared mutable fields apply).
+"""JSON Merge Patch (RFC 7386) of a fact (seed 003's `IWritePolicy.applyUpdate`: `null` deletes
+a key, arrays replace wholesale, objects merge deeply). Which content fields may change (the
+type's declared mutable fields) is every write's rule, not the patch's: `facts.authority`.
 
 The algorithm is RFC 7386 section 2's ten lines, written here rather than taken from a package:
 the PyPI ones are unmaintained, and none restricts a patch to declared fields.
@@ -8,7 +8,7 @@ the PyPI ones are unmaintained, and none restricts a patch to declared fields.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -49,7 +49,6 @@ def patched(
     valid_from: datetime | None,
     valid_until: datetime | None,
     patch: Any,
-    mutable_fields: Sequence[str],
 ) -> Patched:
     """The fact's content and validity after `patch`; `validation-error` naming each field the
     patch may not touch, and nothing applied."""
@@ -65,8 +64,8 @@ def patched(
                 f"Not patchable: a patch changes {', '.join(PATCHABLE)} (retention and"
                 " subjects through supersede)."
             ]
-    if "content" in patch:
-        problems.update(_content_problems(content, patch["content"], mutable_fields))
+    if "content" in patch and patch["content"] is None:
+        problems["content"] = ["Required: a fact's content cannot be deleted (delete the fact)."]
     dates = {}
     for name in ("valid_from", "valid_until"):
         if name in patch and patch[name] is not None:
@@ -86,26 +85,3 @@ def patched(
         )
     new_content = merge_patch(content, patch["content"]) if "content" in patch else content
     return Patched(content=new_content, valid_from=start, valid_until=end)
-
-
-def _content_problems(
-    content: Any, patch: Any, mutable_fields: Sequence[str]
-) -> dict[str, list[str]]:
-    if patch is None:
-        return {"content": ["Required: a fact's content cannot be deleted (delete the fact)."]}
-    if not mutable_fields:
-        return {}
-    if not isinstance(patch, Mapping) or not isinstance(content, Mapping):
-        return {
-            "content": [
-                "This type declares its mutable fields: patch them in an object, e.g."
-                f' {{"content": {{"{mutable_fields[0]}": ...}}}}.'
-            ]
-        }
-    return {
-        f"content.{name}": [
-            f"Immutable for this type; its mutable fields: {', '.join(mutable_fields)}."
-        ]
-        for name in patch
-        if name not in mutable_fields
-    }

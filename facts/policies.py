@@ -58,14 +58,16 @@ class WritePolicy(models.Model):
     max_records = models.PositiveIntegerField(null=True, blank=True)
     # Empty: `slot` for last-write-wins, `entity` for a bounded ring (its turns never collapse).
     dedup_scope = models.CharField(max_length=10, choices=DedupScope.choices, blank=True)
-    # Seed 003's `mutableFields`: the content fields a merge patch may change. Empty (the
-    # default, and a type without a row): every field; otherwise a patch touching another is
+    # Seed 003's `mutableFields`: the content fields a write after the first may change (any
+    # write: patch, supersede, re-post, remember, proposal; `facts.authority`). Empty (the
+    # default, and a type without a row): every field; otherwise a write changing another is
     # refused, naming it.
     mutable_fields = ArrayField(
         models.CharField(max_length=100),
         default=list,
         blank=True,
-        help_text="Content fields `PATCH /v1/facts/{id}` may change; empty: every field.",
+        help_text="Content fields a later write (patch, supersede, remember) may change;"
+        " empty: every field.",
     )
     content_schema = models.JSONField(
         null=True,

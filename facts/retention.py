@@ -9,7 +9,7 @@ from datetime import datetime, timedelta
 
 from django.db.models import QuerySet
 
-from api.errors import Conflict, Forbidden
+from api.errors import Conflict
 from audit.models import Outcome, Phase
 from audit.services import AuditNote, audit_record
 from compiled import compiled
@@ -22,7 +22,7 @@ from facts.models import (
     WritePolicyKind,
 )
 from facts.scopes import SCOPE_KEYS
-from kindmem.access import Principal, PrincipalKind, is_privacy_officer
+from kindmem.access import Principal
 
 
 @compiled()
@@ -87,7 +87,8 @@ class Retention:
 
 def weakened(before: Retention, after: Retention) -> list[str]:
     """The retention fields `after` weakens against `before`: a legal hold lifted, a keep-until
-    moved earlier or dropped, fewer keep-days or none."""
+    moved earlier or dropped, fewer keep-days or none. Who may weaken them, and who may set
+    them at all, is `facts.authority`'s table."""
     fields = []
     if before.legal_hold and not after.legal_hold:
         fields.append("legal_hold")
@@ -100,26 +101,6 @@ def weakened(before: Retention, after: Retention) -> list[str]:
     ):
         fields.append("keep_days")
     return fields
-
-
-def check_may_weaken(principal: Principal, before: Retention, after: Retention) -> None:
-    """Weaker retention (`weakened`) needs a tenant admin's key or a privacy officer's: else an
-    app key or a run could lift a legal hold and then delete what it protected. Who sets
-    stronger terms is the write's own rule (README "Facts": retention)."""
-    lifted = weakened(before, after)
-    if not lifted:
-        return
-    if principal.kind == PrincipalKind.ADMIN or (
-        principal.kind == PrincipalKind.USER and is_privacy_officer(principal.user)
-    ):
-        return
-    raise Forbidden(
-        "Lifting or shortening a fact's retention needs a tenant admin's key or a privacy"
-        " officer's.",
-        details={
-            field: ["Only a tenant admin or a privacy officer may weaken it."] for field in lifted
-        },
-    )
 
 
 def retention_forbids_delete(revision: Revision, fact: Fact, now: datetime) -> str | None:

@@ -33,10 +33,21 @@ VERIFIED_SLOT = "verified-slot"
 # A proposed next value of an existing memory, from a conversation's extraction: it would
 # replace what every reader reads, so a person decides (extraction never supersedes silently).
 CONTRADICTION = "contradiction"
+# A run's new value of a fact a person, an app or staff asserted (not an agent's memory): a run
+# may propose a change of what someone else asserted, never make it on its own (facts.authority).
+ASSERTED_OVERWRITE = "asserted-overwrite"
 # An extracted memory the tenant sends to review whatever its type's rules say (its setting).
 EXTRACTED = "extracted"
 # In the order a reviewer reads them (the seed's first).
-REASONS = (WIDE_SCOPE, INSTRUCTION_LIKE, HIDDEN_CHARACTERS, VERIFIED_SLOT, CONTRADICTION, EXTRACTED)
+REASONS = (
+    WIDE_SCOPE,
+    INSTRUCTION_LIKE,
+    HIDDEN_CHARACTERS,
+    VERIFIED_SLOT,
+    ASSERTED_OVERWRITE,
+    CONTRADICTION,
+    EXTRACTED,
+)
 
 
 @dataclass(frozen=True)

@@ -123,6 +123,7 @@ def write_revision(
     verified: Verification | None = None,
     review: str | None = None,
     approved_at: datetime | None = None,
+    base_version: int | None = None,
     new_fact: bool = False,
     writable_for: Readers | None = None,
     read_back: bool = False,
@@ -131,8 +132,9 @@ def write_revision(
     `fact` itself first. In the same round trip, after them: with `writable_for`, whether those
     readers may read the fact (the reader guard on the fact as written: a writer may only write
     where it could read), and with `read_back`, the revision as stored (what the response
-    renders). A revision the write could not embed is queued for `embed_revisions` when the
-    transaction commits."""
+    renders). A value that waits for review names the version of the fact's approved value it
+    was computed from (`base_version`: see `facts.stale`). A revision the write could not embed
+    is queued for `embed_revisions` when the transaction commits."""
     vector = embedded.vectors[0] if embedded.vectors else None
     revision = Revision(
         tenant_id=fact.tenant_id,
@@ -162,6 +164,7 @@ def write_revision(
         supersedes=supersedes,
         review=review,
         approved_at=approved_at,
+        base_version=base_version,
         search_text=search_text_of(draft.content),
         embedding=vector,
         embedding_model=embedded.model if vector is not None else None,

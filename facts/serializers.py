@@ -13,7 +13,7 @@ from rest_framework import serializers
 
 from api import fields
 from api.fields import PatternField, StrictSerializer, TextField
-from facts.models import FactSubjectKind, ReviewState, Revision, Trust
+from facts.models import FactSubjectKind, Review, ReviewState, Revision, Trust
 from facts.retention import RetentionInput
 from facts.review import REASONS
 from facts.scopes import SubjectInput
@@ -373,9 +373,24 @@ class ReviewReasonsOutput(serializers.Serializer):
     reasons = serializers.ListField(child=serializers.ChoiceField(choices=REASONS))
 
 
+# What a write's answer says of the value it names, beside `outcome` (which says what the write
+# did, as the seed's results do): `stored`, readable as the answer shows it; `pending-review`,
+# written and waiting for a person, unreadable by every read until approved. An agent reading
+# `outcome: created` alone took a memory waiting for review for a stored one.
+WRITE_STATUSES = ("stored", "pending-review")
+
+
+def write_status(revision: Any) -> str:
+    return "pending-review" if revision.review == Review.PENDING else "stored"
+
+
 class FactWriteOutput(serializers.Serializer):
     outcome = serializers.ChoiceField(
         choices=["created", "superseded", "verified", "unchanged", "deleted"]
+    )
+    status = serializers.ChoiceField(
+        choices=WRITE_STATUSES,
+        help_text="stored: readable now; pending-review: waits for a person, read by no one.",
     )
     fact = FactOutput()
     # An agent's write that waits for a person: its approval, and why it waits.

@@ -24,7 +24,14 @@ from api.errors import RetentionViolation
 from api.transactions import service_atomic
 from facts.agent_writes import check_run_may_alter
 from facts.create import fact_create
-from facts.decisions import can_verify, fact_propose, fact_verify, revision_approve, revision_reject
+from facts.decisions import (
+    can_verify,
+    fact_lock,
+    fact_propose,
+    fact_verify,
+    revision_approve,
+    revision_reject,
+)
 from facts.models import InvalidationReason, Revision
 from facts.provenance import attribution_of
 from facts.retention import RetentionInput, invalidate, retention_forbids_delete
@@ -44,6 +51,7 @@ __all__ = [
     "dedup_scope_of",
     "fact_create",
     "fact_delete",
+    "fact_lock",
     "fact_patch",
     "fact_propose",
     "fact_supersede",

@@ -31,13 +31,15 @@ from django.db.models import Exists, OuterRef
 from django.utils import timezone
 
 from api.errors import MemoryLimitReached
+from facts.authority import Governed, authorize, overwrite_reasons, subject_set
 from facts.models import AttributionKind, Fact, InvalidationReason, Review, Revision, Trust
 from facts.provenance import attribution_of
 from facts.retention import Retention, invalidate
 from facts.revisions import Draft, embed_for_write, next_version, write_revision
-from facts.scopes import SubjectInput, persons_of_write, resolve_scope
+from facts.scopes import SubjectInput, default_subjects, persons_of_write, resolve_scope
+from facts.write_policy import write_policy_query
 from kindmem.access import Principal
-from kindmem.holds import assert_not_held
+from kindmem.holds import assert_not_held, frozen
 from kindmem.models import Run
 
 
@@ -55,6 +57,8 @@ class SlotWrite:
     pending: bool = False
     # the slot's value is verified, so the new one waits (`verified-slot`)
     verified_slot: bool = False
+    # the slot's value is one a person, an app or staff asserted (`asserted-overwrite`)
+    asserted_slot: bool = False
     # the slot's approved value, when this one replaced it (not when this one waits for review:
     # the approved value stays current until a reviewer approves its successor)
     replaced: Revision | None = None
@@ -87,9 +91,34 @@ def _slot_holder(
         Fact.objects.select_for_update()
         .of_tenant(tenant_id)
         .filter(type=type, key=key, **same, **empty)
+        .exclude(frozen())  # kept under legal hold after an erasure: written by nobody
         .filter(Exists(filled_by_agent), Exists(current))
         .order_by("created_at", "id")
         .first()
+    )
+
+
+def _authorize_slot(
+    principal: Principal,
+    approved: Revision | None,
+    resolved: dict[str, Any],
+    subjects: list[SubjectInput],
+    content: dict[str, Any],
+    retention: Retention,
+    type: str,
+) -> None:
+    """`facts.authority.authorize` for a slot's new value: against the slot's approved value,
+    else (a first write) the scope's default subjects."""
+    if approved is not None:
+        before = Governed(retention, subject_set(approved.subjects.all()), approved.content)
+    else:
+        before = Governed(retention, subject_set(default_subjects(resolved)))
+    policy = write_policy_query(principal.tenant_id, type).first()
+    authorize(
+        principal,
+        before=before,
+        after=Governed(retention, subject_set(subjects), content),
+        mutable_fields=policy.mutable_fields if policy else (),
     )
 
 
@@ -123,8 +152,11 @@ def slot_write(
     source: Any = None,
 ) -> SlotWrite:
     """Write an agent run's memory into its slot (see the module docstring), `review: pending`
-    when `must_wait` or when the slot's approved value is verified. Refused, writing nothing,
-    for a held person or a run over its memory limit."""
+    when `must_wait`, when the slot's approved value is verified, or when a person, an app or
+    staff asserted it. Refused, writing nothing, for a held person, a run over its memory limit,
+    or a change `facts.authority` forbids (subjects not the run's own, a content field the
+    type's write policy keeps immutable). The slot's retention is kept (a run never changes
+    it); a new slot takes the type's policy."""
     run = principal.run
     assert run is not None
     tenant_id = principal.tenant_id
@@ -143,7 +175,7 @@ def slot_write(
         return SlotWrite(first, SlotOutcome.REPLAYED)
 
     now = timezone.now()
-    retention = Retention.of_policy(tenant_id, type)
+    policy = Retention.of_policy(tenant_id, type)
     who = attribution_of(principal)
     window = now + timedelta(days=window_days)
     # Embedded before any lock is taken (the slot's, the run's): no writer queues behind the
@@ -151,7 +183,7 @@ def slot_write(
     embedded = embed_for_write(content)
 
     pending = must_wait
-    verified_slot = False
+    verified_slot = asserted_slot = False
     holder = _slot_holder(tenant_id, type, key, resolved, run.agent.agent_id) if key else None
     try:
         with transaction.atomic():
@@ -162,9 +194,13 @@ def slot_write(
                 else []
             )
             approved = next((r for r in slot if r.review is None), None)
+            retention = Retention.of_revision(approved) if approved is not None else policy
+            _authorize_slot(principal, approved, resolved, subjects, content, retention, type)
             if approved is not None and approved.trust == Trust.VERIFIED:
                 # A run never alters a verified fact on its own: the new value waits.
                 verified_slot = pending = True
+            asserted_slot = bool(overwrite_reasons(principal, approved))
+            pending = pending or asserted_slot
             withdrawn = [r for r in slot if r.review == Review.PENDING]
             # An older value still waiting is closed: the new one is reviewed on its own.
             for older in withdrawn:
@@ -208,6 +244,9 @@ def slot_write(
                 supersedes=replaced,
                 trust=Trust.UNVERIFIED,
                 review=Review.PENDING if pending else None,
+                # the approved value a waiting one would replace (`facts.stale`); None: the
+                # slot has none now, and approving it is refused only if one appears meanwhile
+                base_version=approved.version if pending and approved is not None else None,
                 now=now,
             ).revision
     except IntegrityError:
@@ -222,6 +261,7 @@ def slot_write(
         SlotOutcome.SUPERSEDED if holder is not None else SlotOutcome.CREATED,
         pending=pending,
         verified_slot=verified_slot,
+        asserted_slot=asserted_slot,
         replaced=replaced,
         withdrawn=withdrawn,
     )

@@ -18,6 +18,7 @@ from api.errors import (
 )
 from api.transactions import service_atomic
 from facts.agent_writes import check_run_may_alter
+from facts.authority import Door, Governed, authorize, overwrite_reasons, subject_set
 from facts.merge_patch import patched
 from facts.models import (
     Fact,
@@ -25,15 +26,15 @@ from facts.models import (
     Review,
     Revision,
     Trust,
+    WritePolicy,
 )
 from facts.provenance import Attribution, attribution_of, content_hash
 from facts.retention import (
     Retention,
     RetentionInput,
-    check_may_weaken,
     invalidate,
 )
-from facts.review import agent_write_review
+from facts.review import ReviewNeeded, agent_write_review
 from facts.revisions import (
     Draft,
     Verification,
@@ -48,7 +49,7 @@ from facts.scopes import (
     SubjectInput,
     persons_of_write,
 )
-from facts.write_policy import type_content_schema, write_policy_query
+from facts.write_policy import write_policy_query
 from facts.writes import Outcome, WriteResult, check_validity, queued_for_review
 from kindmem.access import Principal, PrincipalKind, readers_for
 from kindmem.holds import assert_not_held
@@ -95,6 +96,7 @@ def fact_supersede(
     tags: Sequence[str] = (),
     step_id: str | None = None,
     tool_call_id: str | None = None,
+    door: Door = Door.API,
 ) -> WriteResult:
     """Write the fact's next revision (version + 1, `supersedes` the current one, which is
     invalidated `superseded`). With `expected_version`, a fact that moved on is a `conflict`.
@@ -107,27 +109,38 @@ def fact_supersede(
     verified content stays verified under a new legal hold) and, when the retention is
     unchanged, its expiry.
 
-    An agent's run may not supersede a verified fact or another agent's (`forbidden`); its new
-    value that must wait for review (`facts.review`) is written `review: pending` beside the
-    current revision, which stays current until a reviewer approves the new one."""
+    What the writer may change of the fact's retention, subjects and (the type's mutable
+    fields) content is `facts.authority`'s table: a change it forbids is `forbidden`, naming
+    the fields. An agent's run may not supersede a verified fact or another agent's
+    (`forbidden`); its new value that must wait for review (`facts.review`, and
+    `asserted-overwrite` for a fact a person, an app or staff asserted) is written `review:
+    pending` beside the current revision, which stays current until a reviewer approves the
+    new one."""
     # Embedded before the fact's row lock is taken: no writer queues behind the network.
     embedded = embed_for_write(content)
     fact, current = lock_current(principal, fact_id)
-    _check_may_supersede(
+    policy = _check_may_supersede(
         principal, fact, current, expected_version, content, valid_from, valid_until
     )
     about = list(subjects) if subjects is not None else subjects_of(current)
     assert_not_held(principal.tenant_id, persons_of_write(fact, about))
     kept = Retention.of_revision(current)
     new_retention = kept.overridden_by(retention)
-    check_may_weaken(principal, kept, new_retention)
+    authorize(
+        principal,
+        before=Governed(kept, subject_set(current.subjects.all()), current.content),
+        after=Governed(new_retention, subject_set(about), content),
+        mutable_fields=policy.mutable_fields if policy else (),
+        door=door,
+    )
     same_content = content_hash(content, valid_from, valid_until) == current.content_hash
     if same_content and not adds_to(
         current, subjects=subjects, retention=retention, source=source, tags=tags
     ):
         return WriteResult(current, Outcome.UNCHANGED)
     new_tags = _with_new_tags(fact, tags)
-    needed = agent_write_review().needed(principal, fact, content)
+    detected = agent_write_review().needed(principal, fact, content)
+    needed = _with_overwrite(detected, principal, current)
     waits = bool(needed)
     _save_new_tags(fact, new_tags, waits=waits)
     who = attribution_of(principal)
@@ -158,6 +171,8 @@ def fact_supersede(
         verified=carried.verified,
         review=Review.PENDING if waits else None,
         approved_at=carried.approved_at,
+        # what approving it compares and swaps (`facts.stale`): a patch's base above all
+        base_version=current.version if waits else None,
         embedded=embedded,
         now=now,
         read_back=True,  # what the response renders, read in the write's round trip
@@ -174,13 +189,24 @@ def _check_may_supersede(
     content: Any,
     valid_from: datetime | None,
     valid_until: datetime | None,
-) -> None:
+) -> WritePolicy | None:
     """Refuse a supersede the run may not make, of a fact that moved on, with a validity that
-    ends before it starts, or with content the type's schema refuses."""
+    ends before it starts, or with content the type's schema refuses; the type's write policy."""
     check_run_may_alter(principal, fact, current)
     check_expected(current, expected_version)
     check_validity(valid_from, valid_until)
-    check_content([type_content_schema(principal.tenant_id, fact.type)], content, type=fact.type)
+    policy = write_policy_query(principal.tenant_id, fact.type).first()
+    check_content([policy.content_schema if policy else None], content, type=fact.type)
+    return policy
+
+
+def _with_overwrite(needed: ReviewNeeded, principal: Principal, current: Revision) -> ReviewNeeded:
+    """The review's reasons, with `asserted-overwrite` where a run replaces what a person, an
+    app or staff asserted (`facts.authority.overwrite_reasons`)."""
+    extra = [r for r in overwrite_reasons(principal, current) if r not in needed.reasons]
+    if not extra:
+        return needed
+    return ReviewNeeded([*needed.reasons, *extra], needed.findings)
 
 
 def _with_new_tags(fact: Fact, tags: Sequence[str]) -> list[str]:
@@ -250,22 +276,20 @@ def fact_patch(
     patch: Any,
     expected_version: int | None = None,
 ) -> WriteResult:
-    """A JSON merge patch (RFC 7386) of the fact's content and validity, restricted to its
-    type's mutable fields (`WritePolicy.mutable_fields`), written as the next revision by
-    `fact_supersede`: the same review, retention, hold and run rules, and the same outcome.
+    """A JSON merge patch (RFC 7386) of the fact's content and validity, written as the next
+    revision by `fact_supersede`: the same review, retention, hold, run and authority rules
+    (the type's `WritePolicy.mutable_fields` among them), and the same outcome.
 
     The patch is applied to the revision read here, and written only if that revision is still
     the current one (`expected_version` is always passed on): a concurrent write answers
     `conflict` rather than being overwritten by a patch computed from what it replaced."""
     current = _current_readable(principal, fact_id)
     check_expected(current, expected_version)
-    policy = write_policy_query(principal.tenant_id, current.fact.type).first()
     result = patched(
         content=current.content,
         valid_from=current.valid_from,
         valid_until=current.valid_until,
         patch=patch,
-        mutable_fields=policy.mutable_fields if policy else (),
     )
     return fact_supersede(
         principal=principal,

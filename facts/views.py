@@ -17,11 +17,12 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from api.cursors import cursor_encode
-from api.errors import FactNotFound, Forbidden
+from api.errors import FactNotFound
 from api.parsers import BoundedJSONParser, MergePatchParser
 from api.serializers import ErrorOutput
 from audit.recording import AuditedView
 from facts import links, services
+from facts.authority import Change, check_may
 from facts.link_serializers import (
     LinkChangeOutput,
     LinkCreateInput,
@@ -42,6 +43,7 @@ from facts.serializers import (
     FactVerifyInput,
     FactWriteOutput,
     RevisionListOutput,
+    write_status,
 )
 from kindmem.access import Principal, readers_for
 from kindmem.permissions import principal_of
@@ -114,6 +116,7 @@ def _write_response(
     view.audit.query_snapshot = {"outcome": result.outcome, "version": revision.version}
     body = {
         "outcome": result.outcome,
+        "status": write_status(revision),
         "fact": revision,
         "approval_id": result.approval_id,
         "review": {"reasons": result.reasons} if result.reasons else None,
@@ -288,8 +291,7 @@ class FactVerifyView(AuditedView):
     def post(self, request: Request, fact_id: str) -> Response:
         self.audit.touch(ids=[fact_id])
         principal = principal_of(request)
-        if not services.can_verify(principal):
-            raise Forbidden("Only a tenant admin or a Kindgi user may verify a fact.")
+        check_may(principal, ("trust", Change.SET))  # before the body is read
         body = FactVerifyInput(data=request.data)
         body.is_valid(raise_exception=True)
         result = services.fact_verify(

@@ -1,8 +1,11 @@
 """Erasure holds: the one held-subject condition, for writes (refuse) and reads (exclude).
 
 While an erasure runs, its hold names the person (or conversation); nothing new lands for
-them and their data reads as nothing. Facts, conversations and runs all name their persons in
-the same three columns (`participant_id`, `user_id`, `thread_id`), so one condition serves all.
+them and their data reads as nothing. After it, what it kept under legal hold stays frozen
+(`frozen`): kept for the privacy officer, read and written by no credential.
+
+Facts, conversations and runs all name their persons in the same three columns
+(`participant_id`, `user_id`, `thread_id`), so one condition serves all.
 """
 
 from __future__ import annotations
@@ -32,6 +35,14 @@ def held_condition(prefix: str = "") -> Exists:
             | Q(subject_kind=SubjectKind.CONVERSATION, subject_id=OuterRef(f"{prefix}thread_id"))
         )
     )
+
+
+def frozen(prefix: str = "") -> Q:
+    """Whether the fact reached through `prefix` is frozen: an erasure of a person it is about
+    finished and kept it under legal hold (`Fact.frozen_at`). A frozen fact is kept for the
+    privacy officer's access export only: no reader reads it, whatever its readers, and no
+    writer finds it to write (every write locks the fact through the reader guard)."""
+    return Q(**{f"{prefix}frozen_at__isnull": False})
 
 
 def held_among(subject_rows: QuerySet) -> Exists:

@@ -14,7 +14,7 @@ from django.utils import timezone
 
 from facts.models.subject import Subject
 from kindmem.guards import fact_guard
-from kindmem.holds import held_condition
+from kindmem.holds import frozen, held_condition
 from kindmem.models import Org, Project, SubjectKind, Tenant, User
 from kindmem.subjects import Subject as SubjectRef
 
@@ -28,8 +28,8 @@ class FactQuerySet(models.QuerySet["Fact"]):
 
     def readable_by(self, readers: Readers) -> FactQuerySet:
         """Facts whose scope `readers` may read (`isReadableBy`, in SQL), none of whose
-        scope persons is held by an erasure in progress."""
-        return self.filter(fact_guard(readers)).exclude(held_condition())
+        scope persons is held by an erasure in progress, and not frozen after one."""
+        return self.filter(fact_guard(readers)).exclude(held_condition()).exclude(frozen())
 
     def about(self, subject: SubjectRef) -> FactQuerySet:
         """The facts about `subject`: its scope names them (the participant, the Kindgi user,
@@ -120,6 +120,10 @@ class Fact(models.Model):
     key = models.CharField(max_length=200, null=True, blank=True)
     tags = ArrayField(models.CharField(max_length=100), default=list, blank=True)
     created_at = models.DateTimeField(default=timezone.now)
+    # Set when an erasure of a person the fact is about finished and kept the fact under legal
+    # hold: from then on it is frozen (`kindmem.holds.frozen`), kept for the privacy officer's
+    # access export, read by no agent and written by nobody.
+    frozen_at = models.DateTimeField(null=True, blank=True)
 
     objects = FactQuerySet.as_manager()
 

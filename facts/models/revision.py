@@ -31,7 +31,7 @@ from facts.models.choices import (
 from facts.models.fact import Fact
 from facts.models.subject import Subject
 from kindmem.guards import fact_guard
-from kindmem.holds import held_among, held_condition
+from kindmem.holds import frozen, held_among, held_condition
 from kindmem.models import Run, Tenant
 from retrieval.fulltext import TEXT_CONFIG
 
@@ -68,10 +68,12 @@ class RevisionQuerySet(models.QuerySet["Revision"]):
     def readable_by(self, readers: Readers) -> RevisionQuerySet:
         """Revisions of facts whose scope `readers` may read (the seed's `isReadableBy`,
         compiled to SQL), excluding any whose fact's scope person or whose subjects an
-        erasure in progress holds. Apply before any LIMIT."""
+        erasure in progress holds, and any of a fact frozen after an erasure. Apply before any
+        LIMIT."""
         return (
             self.filter(fact_guard(readers, "fact__"))
             .exclude(held_condition("fact__"))
+            .exclude(frozen("fact__"))
             .exclude(_held_subject())
         )
 
@@ -198,6 +200,11 @@ class Revision(models.Model):
     # the API's `review: approved` (`review_state`). `review` itself stays NULL once approved,
     # which is what every read and the one-current-revision index look for.
     approved_at = models.DateTimeField(null=True, blank=True)
+    # A value written to wait for review: the version of the fact's approved value it was
+    # computed from (a merge patch's base, the slot value it would replace), None when the fact
+    # had none. Approving it is a compare-and-swap on it (`facts.stale`): a fact that moved on
+    # since (edited, patched, verified, deleted, erased) is never overwritten by it.
+    base_version = models.PositiveIntegerField(null=True, blank=True)
     # Retention override (the seed's Retention); tenant policy supplies the defaults.
     keep_days = models.PositiveIntegerField(null=True, blank=True)
     keep_until = models.DateTimeField(null=True, blank=True)
@@ -270,6 +277,10 @@ class Revision(models.Model):
             models.CheckConstraint(
                 condition=Q(review__isnull=True) | Q(approved_at__isnull=True),
                 name="revision_pending_not_approved",
+            ),
+            models.CheckConstraint(
+                condition=Q(base_version__isnull=True) | Q(base_version__lt=models.F("version")),
+                name="revision_base_version_before",
             ),
             models.CheckConstraint(
                 condition=Q(embedding_state__in=EmbeddingState.values),

@@ -32,8 +32,9 @@ def test_the_queue_lists_pending_memories_oldest_first_in_one_query_set(
         remember_pending(api, agent_run, f"Always do thing {i}.")
     remember(api, agent_run, text="Plain fact.")
     # when a reviewer lists the queue
-    # (key 2, reviewer role 1, approvals 1, subjects 1, and the audit event): not per row
-    with django_assert_num_queries(5 + TENANT_QUERIES + AUDIT_QUERIES):
+    # (key 2, reviewer role 1, approvals 1, subjects 1, staleness 1, and the audit event): not
+    # per row
+    with django_assert_num_queries(6 + TENANT_QUERIES + AUDIT_QUERIES):
         response = api.get("/v1/approvals", **reviewer.key.headers)
     # then the three pending ones come, oldest first, with reasons and the spans
     assert response.status_code == 200

@@ -122,6 +122,8 @@ def test_a_wide_or_instruction_like_memory_waits_and_no_one_reads_it(
     body = response.json()
     assert body["fact"]["review"] == "pending"
     assert body["review"] == {"reasons": reasons}
+    # and the answer tells the agent so (`outcome` keeps the seed's meaning: what was written)
+    assert (body["outcome"], body["status"]) == ("created", "pending-review")
     approval = Approval.objects.get(pk=body["approval_id"])
     assert approval.reasons == reasons
     assert approval.status == ApprovalStatus.PENDING
@@ -132,6 +134,11 @@ def test_a_wide_or_instruction_like_memory_waits_and_no_one_reads_it(
         assert detail.status_code == 404
         history = api.get(f"/v1/facts/{body['fact']['id']}/revisions", **headers)
         assert history.status_code == 404
+
+
+def test_a_memory_readable_now_answers_stored(api, agent_run):
+    body = remember(api, agent_run, text="Prefers tea to coffee.").json()
+    assert (body["outcome"], body["status"], body["approval_id"]) == ("created", "stored", None)
 
 
 def test_the_approval_records_the_matched_spans(api, agent_run):
@@ -153,6 +160,7 @@ def test_the_same_tool_call_again_replays_the_first_answer(api, agent_run):
     assert again.json()["outcome"] == "replayed"
     assert again.json()["fact"] == first.json()["fact"]
     assert again.json()["approval_id"] == first.json()["approval_id"]
+    assert again.json()["status"] == first.json()["status"] == "pending-review"
     assert Revision.objects.count() == 1
     assert Approval.objects.count() == 1
 

@@ -10,7 +10,15 @@ from django.test import Client
 
 from approvals.models import Approval, ApprovalStatus
 from facts.models import Revision
-from tests.approvals.conftest import remember, reviewer_create
+from tests import factories
+from tests.approvals.conftest import (
+    merge_patch,
+    patched_waiting,
+    remember,
+    remember_pending,
+    remembered_waiting,
+    reviewer_create,
+)
 
 QUEUE = "/console/approvals/approval/"
 
@@ -289,3 +297,86 @@ def test_a_fetch_without_the_csrf_token_is_refused(api, world, agent_run, review
     )
     assert answer.status_code == 403
     assert Approval.objects.get(pk=approval_id).status == ApprovalStatus.PENDING
+
+
+# ---- approvals are compare-and-swap: a stale memory in the console ---------------------------
+
+
+def test_the_queue_shows_a_stale_memory_beside_the_facts_value_now(api, world, agent_run, console):
+    # given: a value waiting for review, and the app's edit of the fact since
+    waiting = remembered_waiting(api, agent_run)
+    edit = merge_patch(api, world.app, waiting.fact_id, {"content": {"text": "Tea, no sugar."}})
+    assert edit.status_code == 201, edit.json()
+    # when: the reviewer opens the queue
+    page = console.get(QUEUE).content.decode()
+    # then: the row says it is stale and why approving is refused, shows the value now, and
+    # its approve buttons are disabled
+    row = page[page.index(f'data-approval="{waiting.approval_id}"') :]
+    assert "<strong>Stale</strong>: The fact changed since this memory was written" in row
+    assert "from version 1; now version 3" in row
+    assert "<small>the fact now (v3)</small> Tea, no sugar." in row
+    assert re.search(r'value="approve" data-action="approve" disabled title="Approve refused', row)
+    # and a fresh one beside it is not marked
+    fresh = remember_pending(api, agent_run, "Always greet her in Portuguese.", key="greeting")
+    page = console.get(QUEUE).content.decode()
+    fresh_row = page[page.index(f'data-approval="{fresh["approval_id"]}"') :]
+    assert "Stale" not in fresh_row
+
+
+def test_a_console_approve_of_a_stale_memory_shows_the_refusal_and_changes_nothing(
+    api, world, agent_run, console
+):
+    waiting = patched_waiting(api, world, agent_run)
+    gone = merge_patch(api, world.app, waiting.fact_id, {"content": {"channel": None}})
+    assert gone.status_code == 201, gone.json()
+    url = f"{QUEUE}{waiting.approval_id}/decide/"
+    # when: the reviewer presses the row's approve button anyway (a page loaded before the edit)
+    response = console.post(url, {"decision": "approve"}, follow=True)
+    # then: the queue says why it was refused, and nothing changed
+    page = response.content.decode()
+    assert "The fact changed since this memory was written (from version 1; now version 3)" in page
+    assert Approval.objects.get(pk=waiting.approval_id).status == ApprovalStatus.PENDING
+    read = api.get(f"/v1/facts/{waiting.fact_id}", **world.app.headers).json()
+    assert read["content"] == {"text": "Refunds within 30 days."}
+    # and the keys (a fetch for JSON) get the one error shape
+    answer = console.post(url, {"decision": "verify"}, headers={"accept": "application/json"})
+    assert answer.status_code == 409
+    assert answer.json()["code"] == "stale-approval"
+    details = {"base_version": 1, "current_version": 3, "change": "changed"}
+    assert answer.json()["details"] == details
+    # and the bulk action refuses it too, saying so
+    selected = {"action": "approve_selected", "_selected_action": [waiting.approval_id]}
+    bulk = console.post(QUEUE, selected, follow=True)
+    assert "Approve: 0 decided, 1 refused, 0 skipped" in bulk.content.decode()
+    assert "The fact changed since this memory was written" in bulk.content.decode()
+    assert Approval.objects.get(pk=waiting.approval_id).status == ApprovalStatus.PENDING
+    # and rejecting it is allowed
+    console.post(url, {"decision": "reject"})
+    assert Approval.objects.get(pk=waiting.approval_id).status == ApprovalStatus.REJECTED
+
+
+def test_a_console_approve_of_a_memory_whose_fact_was_deleted_brings_nothing_back(
+    api, world, agent_run, console
+):
+    waiting = remembered_waiting(api, agent_run)
+    assert api.delete(f"/v1/facts/{waiting.fact_id}", **world.app.headers).status_code in (200, 204)
+    page = console.get(QUEUE).content.decode()
+    assert "The fact was deleted since this memory was written (from version 1)" in page
+    response = console.post(
+        f"{QUEUE}{waiting.approval_id}/decide/", {"decision": "approve"}, follow=True
+    )
+    assert "approving it would bring it back" in response.content.decode()
+    assert api.get(f"/v1/facts/{waiting.fact_id}", **world.app.headers).status_code == 404
+    assert api.get("/v1/facts", **world.app.headers).json()["facts"] == []
+
+
+def test_a_console_approve_during_the_persons_erasure_lands_nothing(api, world, agent_run, console):
+    # given: a memory waiting, then an erasure of its person began
+    approval_id = _pending(api, agent_run, "Always greet her in Portuguese.")
+    factories.hold_create(world.tenant, "participant", "participant-1")
+    # when: the reviewer approves it in the console
+    response = console.post(f"{QUEUE}{approval_id}/decide/", {"decision": "approve"}, follow=True)
+    # then: nothing lands for the person; it still waits for the erasure to remove it
+    assert "An erasure for this person is in progress" in response.content.decode()
+    assert Approval.objects.get(pk=approval_id).status == ApprovalStatus.PENDING
+    assert not Revision.objects.filter(review=None).exists()

@@ -166,7 +166,8 @@ def test_a_contradiction_is_a_proposed_supersede_for_a_reviewer_never_a_silent_o
     assert decision.outcome == "proposed"
     assert decision.replaces_revision_id == old.id
     approval = Approval.objects.get(pk=decision.approval_id)
-    assert approval.reasons == ["contradiction"]
+    # (the app asserted the old value: a run's change of it waits, facts.authority)
+    assert approval.reasons == ["contradiction", "asserted-overwrite"]
     proposed = Revision.objects.get(pk=decision.revision_id)
     assert proposed.fact_id == old.fact_id
     assert proposed.review == Review.PENDING

@@ -1,5 +1,6 @@
 """The reader guard in SQL agrees with the seed's `isReadableBy` (the Python reference) on
-generated scopes, readers and erasure holds; and LIMIT applies after the guard."""
+generated scopes, readers, erasure holds and facts frozen after an erasure; and LIMIT applies
+after the guard."""
 
 from __future__ import annotations
 
@@ -24,6 +25,7 @@ from tests.oracles import is_readable_by
 pytestmark = pytest.mark.django_db
 
 PARTICIPANTS = ["a", "b"]
+FROZEN = timezone.now()
 THREADS = ["t1", "t2"]
 SUBJECT_IDS = ["a", "b", "x"]
 
@@ -76,6 +78,8 @@ def scopes(draw: st.DrawFn, c: Containers) -> dict[str, str | None]:
         "participant_id": draw(optional(PARTICIPANTS)),
         "thread_id": draw(optional(THREADS)),
         "session_id": draw(optional(["s1"])),
+        # a fact an erasure kept under legal hold (`Fact.frozen_at`): read by no one
+        "frozen_at": FROZEN if draw(st.integers(0, 5)) == 0 else None,
     }
     if scope["project_id"] is None:
         scope["participant_id"] = None  # a participant's fact names its project (a DB check)
@@ -129,8 +133,11 @@ def cases(draw: st.DrawFn, c: Containers) -> tuple[list, list, set]:
     return facts, many_readers, set(held)
 
 
-def reference(scope: dict[str, str | None], subjects: frozenset, held: set, r: Readers) -> bool:
-    """The seed's guard, then DESIGN's hold rule: a held person's facts read as nothing."""
+def reference(scope: dict[str, Any], subjects: frozenset, held: set, r: Readers) -> bool:
+    """The seed's guard, then DESIGN's hold rule: a held person's facts read as nothing, and a
+    fact frozen after an erasure is read by no one (`kindmem.holds.frozen`)."""
+    if scope.get("frozen_at") is not None:
+        return False
     persons = set(subjects)
     if scope["participant_id"]:
         persons.add(("participant", scope["participant_id"]))

@@ -25,7 +25,7 @@ def test_an_app_writes_a_fact_for_a_participant_and_reads_it_back(api, world) ->
     # then: the fact comes back in the seed's shape, attributed to the app, trust asserted
     assert response.status_code == 201, response.json()
     body = response.json()
-    assert body["outcome"] == "created"
+    assert (body["outcome"], body["status"]) == ("created", "stored")
     fact = body["fact"]
     assert fact["version"] == 1
     assert fact["trust"] == "asserted"

@@ -50,6 +50,7 @@ def test_hole_4_a_runs_tenant_wide_fact_waits_for_review_and_no_other_run_reads_
     assert fact["review"] == "pending"
     assert fact["attributed_to"]["kind"] == "agent"
     assert body["review"] == {"reasons": ["wide-scope"]}
+    assert (body["outcome"], body["status"]) == ("created", "pending-review")
     approval = Approval.objects.get(pk=body["approval_id"])
     assert (approval.status, approval.reasons) == (ApprovalStatus.PENDING, ["wide-scope"])
     assert approval.run_id == run.run.id
@@ -196,7 +197,8 @@ def test_hole_4_a_runs_supersede_of_a_project_wide_fact_waits_and_the_old_value_
     assert response.status_code == 201, response.json()
     body = response.json()
     assert body["fact"]["review"] == "pending"
-    assert body["review"] == {"reasons": ["wide-scope"]}
+    # (wide, and what the app asserted: a run proposes a change of it, never makes it)
+    assert body["review"] == {"reasons": ["wide-scope", "asserted-overwrite"]}
     assert Approval.objects.filter(pk=body["approval_id"]).exists()
     for keyed in (run, world.app):
         assert _facts_of(api, keyed) == ["Refunds within 30 days."]

@@ -419,16 +419,23 @@ def test_an_import_is_bounded_in_files_and_in_bytes_unpacked(api, world, setting
     response = import_files(api, world.admin, zipped(three))
     assert response.status_code == 413
     assert response.json()["code"] == "request-too-large"
-    assert response.json()["details"] == {"files": 3, "limit": 2}
-    # a zip that unpacks past KINDMEM_MAX_BODY_BYTES, though its body is small
+    assert response.json()["details"] == {
+        "files": 3,
+        "limit": 2,
+        "setting": "KINDMEM_MEMORY_FILES_MAX",
+    }
+    # a zip that unpacks past KINDMEM_IMPORT_MAX_UNPACKED_BYTES, though its body is small
     settings.MEMORY_FILES_MAX = 10
-    settings.DATA_UPLOAD_MAX_MEMORY_SIZE = 20_000
+    settings.IMPORT_MAX_UNPACKED_BYTES = 20_000
     big = zipped({"facts/f-1.md": memory(body="x" * 30_000)})
     assert len(big) < 20_000
     response = import_files(api, world.admin, big)
     assert response.status_code == 413
     assert response.json()["code"] == "request-too-large"
-    # and a body past the limit itself
+    assert response.json()["details"]["limit"] == 20_000
+    assert response.json()["details"]["setting"] == "KINDMEM_IMPORT_MAX_UNPACKED_BYTES"
+    # and a body past KINDMEM_MAX_BODY_BYTES itself
+    settings.DATA_UPLOAD_MAX_MEMORY_SIZE = 20_000
     response = import_files(api, world.admin, "x" * 20_001, "text/markdown")
     assert response.status_code == 413
     assert Fact.objects.count() == 0

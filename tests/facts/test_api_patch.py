@@ -126,13 +126,15 @@ def test_a_type_that_declares_its_mutable_fields_refuses_a_patch_of_another(api,
     fact = _profile(api, world)
     # when: a patch touches an immutable field beside a mutable one
     refused = patch(api, world.app, fact["id"], {"content": {"city": "Braga", "title": None}})
-    # then: refused whole, naming the immutable field; nothing written
-    assert refused.status_code == 400
+    # then: refused whole (403, as on every door: facts.authority), naming the immutable
+    # field; nothing written
+    assert refused.status_code == 403
+    assert refused.json()["code"] == "forbidden"
     assert list(refused.json()["details"]) == ["content.title"]
     assert _versions(fact["id"]) == [1]
     # and a content replaced wholesale is refused too (it would change every field)
     wholesale = patch(api, world.app, fact["id"], {"content": "just text"})
-    assert wholesale.status_code == 400
+    assert wholesale.status_code == 403
     assert list(wholesale.json()["details"]) == ["content"]
     # and a patch of the mutable fields only is written
     allowed = patch(api, world.app, fact["id"], {"content": {"city": "Braga", "pets": None}})

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import gzip
 import json
 import time
 
@@ -267,3 +268,44 @@ def test_a_failed_statement_is_not_mistaken_for_an_unavailable_database():
     assert not is_unavailable(psycopg.errors.SerializationFailure("could not serialize"))
     assert is_unavailable(psycopg.errors.TooManyConnections("sorry, too many clients already"))
     assert is_unavailable(psycopg.OperationalError("connection refused"))
+
+
+@pytest.mark.parametrize("coding", ["gzip", "deflate", "br"])
+def test_a_compressed_body_is_refused_never_inflated(api, world, coding):
+    # given a run's body, compressed (no route inflates a body)
+    body = gzip.compress(
+        json.dumps({"agent_id": "support-bot", "project_id": str(world.project.id)}).encode()
+    )
+    # when it is posted with its Content-Encoding
+    response = api.generic(
+        "POST",
+        "/v1/runs",
+        data=body,
+        content_type="application/json",
+        HTTP_CONTENT_ENCODING=coding,
+        **world.app.headers,
+    )
+    # then it is refused 415 in the error shape, naming the encoding, and nothing is written
+    assert response.status_code == 415
+    assert response.json()["code"] == "unsupported-media-type"
+    assert response.json()["details"] == {"content_encoding": coding, "accepted": ["identity"]}
+    assert Run.objects.count() == 0
+
+
+def test_a_console_body_over_the_limit_is_refused_before_csrf_parses_it(api, settings):
+    # given a multipart body past the limit to the console's login page: Django's CSRF check
+    # would parse it (its file parts spooled to disk whole) before anyone has logged in
+    settings.DATA_UPLOAD_MAX_MEMORY_SIZE = 1000
+    part = (
+        b'--b\r\nContent-Disposition: form-data; name="f"; filename="x"\r\n\r\n'
+        + b"x" * 2000
+        + b"\r\n--b--\r\n"
+    )
+    # when it is posted
+    response = api.generic(
+        "POST", "/admin/login/", data=part, content_type="multipart/form-data; boundary=b"
+    )
+    # then it is refused unread, 413 in the error shape
+    assert response.status_code == 413
+    assert response.json()["code"] == "request-too-large"
+    assert response.json()["details"] == {"limit": 1000, "setting": "KINDMEM_MAX_BODY_BYTES"}

@@ -77,6 +77,14 @@ export class UnsupportedMediaType extends KindmemError {
 export class Conflict extends KindmemError {
   static override readonly code = 'conflict';
 }
+/**
+ * 409: the memory waiting for review was computed from a version of its fact that is no longer
+ * current (edited, deleted, erased since); approving it would undo that, so nothing changed.
+ * `details`: `base_version`, `current_version`, `change`. Reject it instead.
+ */
+export class StaleApproval extends KindmemError {
+  static override readonly code = 'stale-approval';
+}
 /** 409: retention forbids the change (legal hold, keep_until, keep_days). */
 export class RetentionViolation extends KindmemError {
   static override readonly code = 'retention-violation';
@@ -173,6 +181,7 @@ const CLASSES = [
   NotAcceptable,
   UnsupportedMediaType,
   Conflict,
+  StaleApproval,
   RetentionViolation,
   ErasureInProgress,
   MemoryLimitReached,

@@ -645,7 +645,10 @@ export interface components {
             approvals: components["schemas"]["ApprovalOutput"][];
             next_cursor: string | null;
         };
-        /** @description Needs `revision__fact` selected and `revision__subjects` prefetched. */
+        /**
+         * @description Needs `revision__fact` selected and `revision__subjects` prefetched; `stale` is read
+         *     from the approval's `staleness` where the view set it (a page of the queue).
+         */
         ApprovalOutput: {
             /** Format: uuid */
             id: string;
@@ -667,6 +670,8 @@ export interface components {
             fact: components["schemas"]["FactOutput"];
             /** Format: uuid */
             verified_revision_id: string | null;
+            base_version: number | null;
+            readonly stale: components["schemas"]["StaleOutput"] | null;
         };
         /** @description Rejects fields it does not declare, naming them: a typo is an error, not a no-op. */
         ApproveInputRequest: {
@@ -756,6 +761,13 @@ export interface components {
                 [key: string]: boolean;
             };
         };
+        /**
+         * @description * `changed` - changed
+         *     * `deleted` - deleted
+         *     * `erased` - erased
+         * @enum {string}
+         */
+        ChangeEnum: "changed" | "deleted" | "erased";
         /** @description Rejects fields it does not declare, naming them: a typo is an error, not a no-op. */
         DecisionInputRequest: {
             /** @default  */
@@ -1066,6 +1078,13 @@ export interface components {
         };
         FactWriteOutput: {
             outcome: components["schemas"]["FactWriteOutputOutcomeEnum"];
+            /**
+             * @description stored: readable now; pending-review: waits for a person, read by no one.
+             *
+             *     * `stored` - stored
+             *     * `pending-review` - pending-review
+             */
+            status: components["schemas"]["StatusDe8Enum"];
             fact: components["schemas"]["FactOutput"];
             /** Format: uuid */
             approval_id: string | null;
@@ -1412,6 +1431,13 @@ export interface components {
         /** @description The seed's RememberFactResult, snake_case. */
         RememberOutput: {
             outcome: components["schemas"]["RememberOutputOutcomeEnum"];
+            /**
+             * @description stored: readable now; pending-review: waits for a person, read by no one.
+             *
+             *     * `stored` - stored
+             *     * `pending-review` - pending-review
+             */
+            status: components["schemas"]["StatusDe8Enum"];
             fact: components["schemas"]["FactOutput"];
             /** Format: uuid */
             approval_id: string | null;
@@ -1563,6 +1589,22 @@ export interface components {
             project_id?: string;
             segments_prefix?: string[];
         };
+        /**
+         * @description Why approving is refused now (`stale-approval`): the fact moved on since the memory was
+         *     computed from `base_version`.
+         */
+        StaleOutput: {
+            base_version: number | null;
+            current_version: number | null;
+            change: components["schemas"]["ChangeEnum"];
+            message: string;
+        };
+        /**
+         * @description * `stored` - stored
+         *     * `pending-review` - pending-review
+         * @enum {string}
+         */
+        StatusDe8Enum: "stored" | "pending-review";
         /**
          * @description * `pending` - waiting for a reviewer
          *     * `approved` - approved: readable, still unverified

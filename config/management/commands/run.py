@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -49,6 +50,13 @@ class Command(BaseCommand):
         call_command("check_database")
         # web and worker log in as the app role; this process migrated as the tables' owner
         env = {**os.environ, "KINDMEM_DATABASE_LOGIN": "app"}
+        # every child counts in files of its own for /metrics (config/metrics.py): emptied now,
+        # since a file of an earlier run's process would add its counts to this one's
+        if "PROMETHEUS_MULTIPROC_DIR" not in env:
+            metrics_dir = settings.DATA_DIR / "metrics"
+            shutil.rmtree(metrics_dir, ignore_errors=True)
+            metrics_dir.mkdir(parents=True)
+            env["PROMETHEUS_MULTIPROC_DIR"] = str(metrics_dir)
         if "KINDMEM_EMBEDDER" not in os.environ:
             from embeddings import local, local_onnx
 

@@ -38,6 +38,7 @@ __all__ = [
     "RateLimited",
     "RequestTooLarge",
     "RetentionViolation",
+    "StaleApproval",
     "Unauthenticated",
     "UnexpectedResponse",
     "UnsupportedMediaType",
@@ -125,6 +126,14 @@ class Conflict(KindmemError):
     """409: someone else changed it first (`expected_version`, a decision taken twice)."""
 
     code = "conflict"
+
+
+class StaleApproval(KindmemError):
+    """409: the memory waiting for review was computed from a version of its fact that is no
+    longer current (edited, deleted, erased since); approving it would undo that, so nothing
+    changed. `details`: `base_version`, `current_version`, `change`. Reject it instead."""
+
+    code = "stale-approval"
 
 
 class RetentionViolation(KindmemError):
@@ -239,6 +248,7 @@ CODES: dict[str, type[KindmemError]] = {
         NotAcceptable,
         UnsupportedMediaType,
         Conflict,
+        StaleApproval,
         RetentionViolation,
         ErasureInProgress,
         MemoryLimitReached,

@@ -22,6 +22,7 @@ __all__ = [
     "AuditScope",
     "AuditTarget",
     "Capabilities",
+    "ChangeEnum",
     "DecisionInput",
     "DownloadLinks",
     "EmbedderCapability",
@@ -103,6 +104,8 @@ __all__ = [
     "SearchHit",
     "SearchScopeInput",
     "SelectionInput",
+    "Stale",
+    "StatusDe8Enum",
     "StatusEnum",
     "Subject",
     "SubjectInput",
@@ -160,7 +163,8 @@ class AppendedMessage(TypedDict):
 
 
 class Approval(TypedDict):
-    """Needs `revision__fact` selected and `revision__subjects` prefetched."""
+    """Needs `revision__fact` selected and `revision__subjects` prefetched; `stale` is read
+    from the approval's `staleness` where the view set it (a page of the queue)."""
 
     id: str
     status: StatusEnum
@@ -176,6 +180,8 @@ class Approval(TypedDict):
     note: str
     fact: Fact
     verified_revision_id: str | None
+    base_version: int | None
+    stale: Stale | None
 
 
 class ApprovalList(TypedDict):
@@ -254,6 +260,9 @@ class Capabilities(TypedDict):
     merge_patch: bool
     import_files: bool
     operations: dict[str, bool]
+
+
+ChangeEnum = Literal["changed", "deleted", "erased"]
 
 
 class DecisionInput(TypedDict):
@@ -488,6 +497,7 @@ class FactVerifyInput(TypedDict):
 
 class FactWrite(TypedDict):
     outcome: FactWriteOutputOutcomeEnum
+    status: StatusDe8Enum
     fact: Fact
     approval_id: str | None
     review: ReviewReasons | None
@@ -741,6 +751,7 @@ class Remember(TypedDict):
     """The seed's RememberFactResult, snake_case."""
 
     outcome: RememberOutputOutcomeEnum
+    status: StatusDe8Enum
     fact: Fact
     approval_id: str | None
     review: Review | None
@@ -877,6 +888,19 @@ class SelectionInput(TypedDict):
     user_id: NotRequired[str]
     project_id: NotRequired[str]
     segments_prefix: NotRequired[list[str]]
+
+
+class Stale(TypedDict):
+    """Why approving is refused now (`stale-approval`): the fact moved on since the memory was
+    computed from `base_version`."""
+
+    base_version: int | None
+    current_version: int | None
+    change: ChangeEnum
+    message: str
+
+
+StatusDe8Enum = Literal["stored", "pending-review"]
 
 
 StatusEnum = Literal["pending", "approved", "rejected", "verified", "superseded"]

@@ -1,0 +1,86 @@
+"""Background work of the wiring: the metrics state a worker refreshes (config/metrics.py)."""
+
+from __future__ import annotations
+
+import time
+from datetime import datetime
+
+from celery import shared_task
+from django.conf import settings
+from django.db.models import Min, Sum
+from django.utils import timezone
+
+from approvals.models import Approval
+from config import metrics
+from extraction.models import ExtractionJob, ExtractionUsage, JobStatus
+from facts.models import EmbeddingState, Revision
+from kindmem.row_security import each_tenant
+from privacy.models import ErasureRequest
+
+
+@shared_task(name="config.tasks.refresh_metrics", soft_time_limit=50, time_limit=60, max_retries=0)
+def refresh_metrics() -> None:
+    """Beat: count the state gauges over every tenant (each confined to its own, as every task
+    reads), and each queue's depth. Totals only: no tenant is a label."""
+    now = timezone.now()
+    pending = erasures = 0
+    oldest_review: datetime | None = None
+    oldest_erasure: datetime | None = None
+    jobs = dict.fromkeys(JobStatus.values, 0)
+    backlog = tokens_in = tokens_out = 0
+    for tenant_id in each_tenant():
+        queue = Approval.objects.of_tenant(tenant_id).pending()
+        pending += queue.count()
+        oldest_review = _earliest(oldest_review, queue.aggregate(t=Min("created_at"))["t"])
+        unfinished = ErasureRequest.objects.filter(tenant_id=tenant_id).unfinished()
+        erasures += unfinished.count()
+        oldest_erasure = _earliest(oldest_erasure, unfinished.aggregate(t=Min("created_at"))["t"])
+        for status in ExtractionJob.objects.of_tenant(tenant_id).values_list("status", flat=True):
+            jobs[status] = jobs.get(status, 0) + 1
+        spent = (
+            ExtractionUsage.objects.of_tenant(tenant_id)
+            .filter(day=now.date())
+            .aggregate(i=Sum("tokens_in"), o=Sum("tokens_out"))
+        )
+        tokens_in += spent["i"] or 0
+        tokens_out += spent["o"] or 0
+        backlog += (
+            Revision.objects.of_tenant(tenant_id)
+            .current()
+            .filter(embedding_state=EmbeddingState.PENDING)
+            .count()
+        )
+    metrics.REVIEW_PENDING.set(pending)
+    metrics.REVIEW_OLDEST.set(_age(now, oldest_review))
+    metrics.ERASURES.set(erasures)
+    metrics.ERASURE_OLDEST.set(_age(now, oldest_erasure))
+    for status, count in jobs.items():
+        metrics.EXTRACTION_JOBS.labels(status).set(count)
+    metrics.EXTRACTION_TOKENS.labels("in").set(tokens_in)
+    metrics.EXTRACTION_TOKENS.labels("out").set(tokens_out)
+    metrics.EMBEDDING_BACKLOG.labels("revision").set(backlog)
+    depth = _queue_depth(settings.CELERY_TASK_DEFAULT_QUEUE)
+    if depth is not None:
+        metrics.QUEUE_DEPTH.labels(settings.CELERY_TASK_DEFAULT_QUEUE).set(depth)
+    metrics.STATE_REFRESHED.set(time.time())
+
+
+def _earliest(a: datetime | None, b: datetime | None) -> datetime | None:
+    return min((t for t in (a, b) if t is not None), default=None)
+
+
+def _age(now: datetime, since: datetime | None) -> float:
+    return 0.0 if since is None else max((now - since).total_seconds(), 0.0)
+
+
+def _queue_depth(queue: str) -> int | None:
+    """Messages waiting in `queue`, as the broker says (a passive declare); None when it does
+    not answer (the health check says why)."""
+    from config.celery import app
+
+    try:
+        with app.connection_for_read() as connection:
+            declared = connection.default_channel.queue_declare(queue=queue, passive=True)
+            return int(declared.message_count)
+    except Exception:  # a metric is skipped, never a failed task, when the broker is away
+        return None
