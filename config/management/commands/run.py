@@ -58,9 +58,10 @@ class Command(BaseCommand):
             metrics_dir.mkdir(parents=True)
             env["PROMETHEUS_MULTIPROC_DIR"] = str(metrics_dir)
         if "KINDMEM_EMBEDDER" not in os.environ:
-            from embeddings import local
+            from embeddings import local, local_onnx
 
-            if local.is_installed():
+            runtime = local if settings.LOCAL_RUNTIME == "torch" else local_onnx
+            if runtime.is_installed():
                 # The demo searches by meaning when the `local` extra is installed. The demo's
                 # facts, written below, are left to the worker (budget 0): this process would
                 # otherwise load the model only to seed a handful of facts.
@@ -109,7 +110,7 @@ class Command(BaseCommand):
     def _convert_local_model(self) -> None:
         """The ONNX file of the local model, made now if this is its first run (once, offline,
         tens of seconds) rather than by the first search of a web process. In a process of
-        its own: torch, which the conversion needs, then leaves with it."""
+        its own: the weights it reads whole (90 MB) then leave with it."""
         command = [sys.executable, "-m", "embeddings.local_onnx", str(settings.MODEL_CACHE_DIR)]
         command.append(settings.LOCAL_RUNTIME)
         # our own interpreter and module, with arguments from settings
