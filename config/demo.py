@@ -36,9 +36,11 @@ class DemoCredentials:
 
 
 @transaction.atomic
-def demo_seed() -> DemoCredentials:
+def demo_seed(*, review_extractions: bool = False) -> DemoCredentials:
     """Create (or refresh) the demo tenant. Passwords and keys are new on every call, since
-    neither is stored in a form that could be shown again; earlier demo keys are revoked."""
+    neither is stored in a form that could be shown again; earlier demo keys are revoked.
+    `review_extractions` (`kindmem run --scripted-model`): every extracted memory waits for a
+    reviewer, so a newcomer sees an extraction go through review."""
     tenant, _ = Tenant.objects.get_or_create(name=DEMO_TENANT)
     org, _ = Org.objects.get_or_create(tenant=tenant, name="Acme")
     project, _ = Project.objects.get_or_create(tenant=tenant, org=org, name="Acme Support")
@@ -86,6 +88,10 @@ def demo_seed() -> DemoCredentials:
     from approvals.demo import DEMO_RUN_CUSTOMER, demo_approvals_seed
 
     demo_approvals_seed(app_key=app_key, project=project)
+    if review_extractions:
+        from extraction.services import extraction_settings_set
+
+        extraction_settings_set(tenant_id=tenant.id, review_all=True)
     creds.people = {
         DEMO_CUSTOMER: "2 preferences (language, plan)",
         DEMO_RUN_CUSTOMER: "a support-bot run's remembered memories, in the review queue",

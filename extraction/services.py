@@ -10,6 +10,7 @@ proposed supersede for a reviewer for an update.
 from __future__ import annotations
 
 import logging
+import uuid
 
 from django.db import transaction
 
@@ -126,3 +127,11 @@ def _opened(conversation: Conversation, *, principal: Principal, requested_by: s
             extract_conversation, str(opened.job.id), tenant_id=str(conversation.tenant_id)
         )
     return opened
+
+
+def extraction_settings_set(*, tenant_id: uuid.UUID | str, review_all: bool) -> None:
+    """Whether every memory extraction adds for the tenant waits for review (`extracted`),
+    whatever its type's rules say: the setting the console edits."""
+    ExtractionSettings.objects.update_or_create(
+        tenant_id=tenant_id, defaults={"review_all": review_all}
+    )

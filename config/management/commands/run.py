@@ -20,6 +20,7 @@ from django.core.management.base import BaseCommand
 from config import broker
 from config.demo import demo_seed
 from config.management.commands.seed_demo import format_credentials
+from config.scripted_model import SCRIPTED_MODEL
 from config.supervisor import Child, Supervisor, die_with_parent, popen_in_own_session
 
 logger = logging.getLogger("config.supervisor")
@@ -41,9 +42,22 @@ class Command(BaseCommand):
             help="Where the MCP server (config.asgi) listens; default: --port + 1.",
         )
         parser.add_argument("--no-demo", action="store_true", help="Skip the demo tenant.")
+        parser.add_argument(
+            "--scripted-model",
+            action="store_true",
+            help="Extract with kindmem's scripted demo model (config/scripted_model.py, not a"
+            " language model) on --mcp-port + 1, unless KINDMEM_LLM_URL names a real one.",
+        )
 
     def handle(
-        self, *args: Any, host: str, port: int, mcp_port: int, no_demo: bool, **options: Any
+        self,
+        *args: Any,
+        host: str,
+        port: int,
+        mcp_port: int,
+        no_demo: bool,
+        scripted_model: bool,
+        **options: Any,
     ) -> None:
         mcp_port = mcp_port or port + 1
         call_command("migrate", interactive=False, verbosity=0)
@@ -69,8 +83,20 @@ class Command(BaseCommand):
                 settings.EMBED_BUDGET_MS = 0
         if settings.EMBEDDER == "local" and settings.LOCAL_RUNTIME != "torch":
             self._convert_local_model()
+        scripted_url = None
+        if scripted_model and not settings.LLM_URL:
+            # every child asks the scripted model, which says in its model name and every
+            # answer that it is not a language model (README "Extraction")
+            scripted_url = f"http://127.0.0.1:{mcp_port + 1}/v1"
+            env["KINDMEM_LLM_URL"], env["KINDMEM_LLM_MODEL"] = scripted_url, SCRIPTED_MODEL
+        children = self._children(env, host=host, port=port, mcp_port=mcp_port)
+        if scripted_url is not None:
+            scripted = [sys.executable, "-m", "config.scripted_model", "--port", str(mcp_port + 1)]
+            children.insert(
+                0, Child(name="scripted-model", start=lambda: popen_in_own_session(scripted, env))
+            )
         supervisor = Supervisor(
-            children=self._children(env, host=host, port=port, mcp_port=mcp_port),
+            children=children,
             state_file=settings.DATA_DIR / "supervisor.json",
             restore_unacked=(
                 (lambda: broker.broker_restore_unacked(settings.CELERY_BROKER_URL))
@@ -90,7 +116,7 @@ class Command(BaseCommand):
         try:
             supervisor.start_all()
             # seeded after the broker is up: the demo's facts queue their embedding
-            creds = None if no_demo else demo_seed()
+            creds = None if no_demo else demo_seed(review_extractions=scripted_url is not None)
             # the credentials come last, after what the children print when they start
             _wait_for_web(host, port, lambda: stopping)
             if creds is not None:
@@ -98,6 +124,11 @@ class Command(BaseCommand):
             self.stdout.write(
                 f"MCP server: http://{host}:{mcp_port}/mcp (Authorization: Bearer <key>)"
             )
+            if scripted_url is not None:
+                self.stdout.write(
+                    f"Extraction: the SCRIPTED demo model at {scripted_url} (fixed sentence"
+                    " patterns, not a language model); set KINDMEM_LLM_URL for a real one."
+                )
             self.stdout.write("Press Ctrl-C to stop.")
             self.stdout.flush()
             while not stopping:
