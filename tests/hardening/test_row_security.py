@@ -117,7 +117,7 @@ def test_a_forgotten_tenant_filter_still_cannot_cross_tenants(
     mine = create_fact(other_world.admin, "other world's")
     create_fact(world.admin, "world's secret")
 
-    def readable_revisions_without_any_filter(principal: Any) -> Any:
+    def readable_revisions_without_any_filter(principal: Any, *_: Any, **__: Any) -> Any:
         return Revision.objects.select_related("fact").prefetch_related("subjects")
 
     monkeypatch.setattr(fact_views, "readable_revisions", readable_revisions_without_any_filter)

@@ -243,7 +243,9 @@ export class KindmemMemory implements MemoryQueryBinding, MemoryRememberBinding 
       });
       const result: RememberFactResult = {
         fact: seedFact<RememberedContent>(answer.fact, who.tenantId),
-        outcome: answer.outcome,
+        // The seed knows no `unchanged` (the person's memory already held the value): like a
+        // replay, nothing was written and the existing fact comes back.
+        outcome: answer.outcome === 'unchanged' ? 'replayed' : answer.outcome,
         ...(answer.approval_id ? { approvalId: answer.approval_id } : {}),
       };
       return ok(result);
