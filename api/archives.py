@@ -54,7 +54,7 @@ def unpacked(body: bytes, entries: Sequence[zipfile.ZipInfo], limits: Limits) ->
     are the ones to read, from `zipfile.ZipFile` over this same `body`."""
     for info in entries:
         if info.compress_type not in ACCEPTED:
-            method = zipfile.compressor_names.get(info.compress_type, f"{info.compress_type}")
+            method = zipfile.compressor_names.get(info.compress_type, f"{info.compress_type}")  # type: ignore[attr-defined]
             raise UnsupportedMediaType(
                 f"{info.filename}: compressed with {method}; an archive's entries may be stored"
                 " or compressed with deflate only.",
@@ -128,7 +128,7 @@ def _inflated(
             if not pending:
                 if fed >= len(view):
                     raise _refused(info, "It is cut short.")
-                pending = view[fed : fed + CHUNK]
+                pending = view[fed : fed + CHUNK]  # type: ignore[assignment]
                 fed += len(pending)
             part = inflater.decompress(pending, CHUNK)
             out += len(part)

@@ -100,7 +100,7 @@ def send_json_error(self: Any, status: int, message: str, extra_headers: Any = (
 
 
 util.write_error = write_json_error
-asgi_protocol.ASGIProtocol._send_error_response = send_json_error  # type: ignore[method-assign]
+asgi_protocol.ASGIProtocol._send_error_response = send_json_error
 
 # A connection's first request head must be whole within this many seconds (408, closed); the
 # heads after it are bounded by `keepalive`, whose timer gunicorn arms after each answer. A head
@@ -143,7 +143,7 @@ class HeadDeadlineProtocol(asgi_protocol.ASGIProtocol):
             self._request_ready.set()
 
 
-gasgi.ASGIProtocol = HeadDeadlineProtocol  # type: ignore[misc]
+gasgi.ASGIProtocol = HeadDeadlineProtocol
 
 
 def post_worker_init(worker: Any) -> None:

@@ -112,7 +112,7 @@ def mcp_app(admission: Admission) -> ASGIApp:
             if scope["method"] != "POST":  # DELETE of a session: the SDK answers it
                 await streamable(scope, receive, send)
                 return
-            body = await _read_body(receive, idle)
+            body = await _read_body(receive, idle)  # type: ignore[assignment]
             if isinstance(body, tuple):
                 await _answer(send, *body, [])
                 return
@@ -120,7 +120,7 @@ def mcp_app(admission: Admission) -> ASGIApp:
                 if not admitted:
                     await refuse(send)
                     return
-                await streamable(scope, _replay(body, receive), send)
+                await streamable(scope, _replay(body, receive), send)  # type: ignore[arg-type]
         finally:
             streams -= is_stream
             open_by_credential[credential] -= 1
@@ -151,7 +151,7 @@ def _credential_of(token: str) -> str:
         connection.close()
     if principal.run is not None:
         return f"run:{principal.run.pk}"
-    return f"key:{principal.api_key.pk}"
+    return f"key:{principal.api_key.pk}"  # type: ignore[union-attr]
 
 
 async def _stream(app: ASGIApp, scope: Scope, receive: Receive, send: Send, idle: int) -> None:

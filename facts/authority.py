@@ -200,7 +200,8 @@ def _refusal(
     if rule == Rule.IMPORTER:
         return {}  # the importing credential's column decides (`authorize` asks it too)
     if rule == Rule.MUTABLE:
-        return _content_refusals(*what, mutable_fields)
+        before, after = what
+        return _content_refusals(before, after, mutable_fields)
     if rule == Rule.OWN:
         added, removed = what
         others = sorted((added | removed) - _own_persons(principal))

@@ -100,7 +100,7 @@ class ReadersInput(fields.StrictSerializer):
     thread_ids = _id_list(fields.TextField(max_length=200, allow_blank=True))
     on_behalf_of_project_ids = _id_list(fields.UUIDField())
 
-    def to_internal_value(self, data: Any) -> Readers:  # type: ignore[override]
+    def to_internal_value(self, data: Any) -> Readers:
         given = super().to_internal_value(data)
         return Readers(
             all=given["all"],
