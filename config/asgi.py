@@ -80,11 +80,14 @@ async def route(scope: Scope, receive: Receive, send: Send) -> None:
         await django_app(scope, receive, send)  # type: ignore[arg-type]
 
 
-# Past KINDMEM_MAX_IN_FLIGHT requests at once, the next is answered 503 (config/admission.py);
-# a body past KINDMEM_MAX_BODY_BYTES, declared or chunked, 413 (config/request_bodies.py). The
-# MCP server admits its own requests, once their credential is checked and body read.
-application = admitting(
-    body_limited(route, limit=settings.DATA_UPLOAD_MAX_MEMORY_SIZE),
-    admission=admission,
+# A body past KINDMEM_MAX_BODY_BYTES, declared or chunked, is answered 413, one not whole within
+# KINDMEM_BODY_TIMEOUT_SECONDS 408 (config/request_bodies.py), before the request is admitted:
+# a slow body holds no in-flight slot. Past KINDMEM_MAX_IN_FLIGHT requests at once, the next is
+# answered 503 (config/admission.py). The MCP server reads its own bodies and admits its own
+# requests, once their credential is checked.
+application = body_limited(
+    admitting(route, admission=admission, exempt=is_mcp),
+    limit=settings.DATA_UPLOAD_MAX_MEMORY_SIZE,
+    deadline=settings.BODY_TIMEOUT_SECONDS,
     exempt=is_mcp,
 )

@@ -12,7 +12,8 @@ its connection back in the pool at once), so a made-up or revoked one is refused
 any stream is opened. A credential holds at most KINDMEM_MCP_STREAMS_PER_CREDENTIAL requests
 open at /mcp in this process (429 past it), and the process at most KINDMEM_MCP_MAX_STREAMS
 event streams (GET; 503 past it). A POST's body is read here, whole, within
-KINDMEM_MCP_STREAM_IDLE_SECONDS and KINDMEM_MAX_BODY_BYTES (408, 413); only then does it take
+KINDMEM_BODY_TIMEOUT_SECONDS and KINDMEM_MAX_BODY_BYTES (408, 413) by the reader every other path
+uses (config/request_bodies.py), after the credential is checked; only then does it take
 one of the process's in-flight slots (config/admission.py). An event stream (GET) is closed
 after KINDMEM_MCP_STREAM_IDLE_SECONDS: a stateless server never writes to it.
 """
@@ -34,9 +35,10 @@ from mcp.server.transport_security import TransportSecuritySettings
 from rest_framework.exceptions import AuthenticationFailed
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from api.errors import RequestTooLarge, Unavailable, error_body, is_unavailable
+from api.errors import Unavailable, error_body, is_unavailable
 from config.admission import Admission, refuse
 from config.mcp_tools import server
+from config.request_bodies import BodyRefused, declared_over, read_body, replaying, too_large
 
 logger = logging.getLogger(__name__)
 
@@ -93,12 +95,12 @@ def mcp_app(admission: Admission) -> ASGIApp:
             return
         is_stream = scope["method"] == "GET"
         if open_by_credential[credential] >= settings.MCP_STREAMS_PER_CREDENTIAL:
-            body = error_body(
+            limited = error_body(
                 "rate-limited",
                 f"This credential has {settings.MCP_STREAMS_PER_CREDENTIAL} requests open at"
                 " /mcp already; close one first.",
             )
-            await _answer(send, 429, body, _RETRY)
+            await _answer(send, 429, limited, _RETRY)
             return
         if is_stream and streams >= settings.MCP_MAX_STREAMS:
             await refuse(send)
@@ -112,15 +114,19 @@ def mcp_app(admission: Admission) -> ASGIApp:
             if scope["method"] != "POST":  # DELETE of a session: the SDK answers it
                 await streamable(scope, receive, send)
                 return
-            body = await _read_body(receive, idle)  # type: ignore[assignment]
-            if isinstance(body, tuple):
-                await _answer(send, *body, [])
+            body = await read_body(
+                receive,
+                limit=settings.DATA_UPLOAD_MAX_MEMORY_SIZE,
+                deadline=settings.BODY_TIMEOUT_SECONDS,
+            )
+            if isinstance(body, BodyRefused):
+                await _answer(send, body.status, body.body, [])
                 return
             with admission.slot(scope["path"]) as admitted:
                 if not admitted:
                     await refuse(send)
                     return
-                await streamable(scope, _replay(body, receive), send)  # type: ignore[arg-type]
+                await streamable(scope, replaying(body, receive), send)
         finally:
             streams -= is_stream
             open_by_credential[credential] -= 1
@@ -171,47 +177,6 @@ async def _stream(app: ASGIApp, scope: Scope, receive: Receive, send: Send, idle
         await send({"type": "http.response.body", "body": b"", "more_body": False})
 
 
-async def _read_body(receive: Receive, idle: int) -> bytes | tuple[int, dict[str, Any]]:
-    """The whole body, or the refusal of one that is too slow (408) or too large (413)."""
-    limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
-    chunks: list[bytes] = []
-    size = 0
-    with anyio.move_on_after(idle):
-        while True:
-            message = await receive()
-            if message["type"] == "http.disconnect":
-                return 400, error_body("validation-error", "The request ended before its body.")
-            chunk = message.get("body", b"")
-            size += len(chunk)
-            if size > limit:
-                return 413, error_body(
-                    RequestTooLarge.code, f"The body is over {limit} bytes.", {"max_bytes": limit}
-                )
-            chunks.append(chunk)
-            if not message.get("more_body", False):
-                return b"".join(chunks)
-    # 408 (RFC 9110: the server would not wait longer), in the vocabulary's word for a request
-    # that is not acceptable as sent
-    return 408, error_body(
-        "validation-error", f"The body did not arrive within {idle} s.", {"seconds": idle}
-    )
-
-
-def _replay(body: bytes, receive: Receive) -> Receive:
-    """`receive` whose first message is the whole body (read already); then the client's own
-    (its disconnect)."""
-    sent = False
-
-    async def replayed() -> Message:
-        nonlocal sent
-        if not sent:
-            sent = True
-            return {"type": "http.request", "body": body, "more_body": False}
-        return await receive()
-
-    return replayed
-
-
 def _refusal(
     headers: dict[str, str],
 ) -> tuple[int, dict[str, Any], list[tuple[bytes, bytes]]] | None:
@@ -226,12 +191,8 @@ def _refusal(
         body = error_body("unauthenticated", "Use 'Authorization: Bearer <key or run token>'.")
         return 401, body, _BEARER
     limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
-    declared = headers.get("content-length", "")
-    if declared.isdigit() and int(declared) > limit:  # refused before a byte of it is read
-        body = error_body(
-            RequestTooLarge.code, f"The body is over {limit} bytes.", {"max_bytes": limit}
-        )
-        return 413, body, []
+    if declared_over(headers, limit):
+        return 413, too_large(limit).body, []
     return None
 
 

@@ -174,6 +174,8 @@ CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE
 SECURE_CONTENT_TYPE_NOSNIFF = True
 X_FRAME_OPTIONS = "DENY"
 DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("KINDMEM_MAX_BODY_BYTES", 1_048_576)
+# ...and must be whole within this many seconds of its head (config/request_bodies.py; 408)
+BODY_TIMEOUT_SECONDS = env_int("KINDMEM_BODY_TIMEOUT_SECONDS", 30)
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": ["kindmem.authentication.BearerAuthentication"],

@@ -1,6 +1,8 @@
 """Request bodies in the ASGI process (config/request_bodies.py), through a real uvicorn: a chunked
 body, which declares no length, is counted as it arrives and refused past
-KINDMEM_MAX_BODY_BYTES in the error shape, REST and MCP alike; one within it reaches the app."""
+KINDMEM_MAX_BODY_BYTES in the error shape, REST and MCP alike; one within it reaches the app; one
+that stops half-way is answered 408 after KINDMEM_BODY_TIMEOUT_SECONDS, holding no in-flight slot
+meanwhile."""
 
 from __future__ import annotations
 
@@ -56,13 +58,12 @@ def post(path: str, extra: bytes = b"") -> bytes:
     )
 
 
-@pytest.mark.parametrize("path", ["/v1/facts", "/mcp"])
-def test_a_chunked_body_past_the_limit_is_refused_in_the_error_shape(asgi, path):
+def test_a_chunked_body_past_the_limit_is_refused_in_the_error_shape(asgi):
     # given a JSON body just past the limit, sent chunked: no length to check beforehand
     body = json.dumps({"type": "note", "content": "x" * LIMIT}).encode()
     # when it is posted
     status, headers, content = exchange(
-        asgi, post(path, b"Transfer-Encoding: chunked\r\n"), chunked(body)
+        asgi, post("/v1/facts", b"Transfer-Encoding: chunked\r\n"), chunked(body)
     )
     # then it is refused, 413 in the error shape naming the limit, and nothing is written
     assert status == 413, content
@@ -72,6 +73,18 @@ def test_a_chunked_body_past_the_limit_is_refused_in_the_error_shape(asgi, path)
     assert error["code"] == "request-too-large"
     assert error["details"] == {"limit": LIMIT, "setting": "KINDMEM_MAX_BODY_BYTES"}
     assert Fact.objects.count() == 0
+
+
+def test_an_mcp_body_of_a_made_up_credential_is_refused_before_it_is_read(asgi):
+    # given a chunked MCP body past the limit, with a made-up credential
+    body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "x" * LIMIT}).encode()
+    # when it is posted, then the credential is refused (401 in the error shape), not the body:
+    # MCP reads no body before its credential is checked (config/mcp_server.py)
+    status, _, content = exchange(
+        asgi, post("/mcp", b"Transfer-Encoding: chunked\r\n"), chunked(body)
+    )
+    assert status == 401, content
+    assert json.loads(content)["code"] == "unauthenticated"
 
 
 def test_a_declared_mcp_body_past_the_limit_is_in_the_error_shape_too(asgi):
@@ -94,3 +107,31 @@ def test_a_chunked_body_within_the_limit_reaches_the_app(asgi):
     )
     assert status == 401, content
     assert json.loads(content)["code"] == "unauthenticated"
+
+
+def test_a_body_that_stops_half_way_is_408_and_holds_no_slot_meanwhile(django_db_blocker):
+    # given an ASGI process admitting one request at a time, waiting 2 s for a body
+    env = {"KINDMEM_BODY_TIMEOUT_SECONDS": "2", "KINDMEM_MAX_IN_FLIGHT": "1"}
+    with django_db_blocker.unblock(), asgi_server(env=env) as base:
+        split = urlsplit(base)
+        server = split.hostname or "127.0.0.1", split.port or 80
+        # when: three clients each declare a 100-byte body, send six bytes of it and wait
+        stalled = []
+        for _ in range(3):
+            conn = socket.create_connection(server, timeout=30)
+            conn.sendall(post("/v1/facts", b"Content-Length: 100\r\n") + b'{"type')
+            stalled.append(conn)
+        # then: a whole request meanwhile is answered by the app (its credential), not 503
+        status, _, content = exchange(server, post("/v1/facts", b"Content-Length: 2\r\n"), b"{}")
+        assert status == 401, content
+        # and each stalled one is answered 408 in the error shape, naming the setting
+        for conn in stalled:
+            answer = b""
+            while chunk := conn.recv(65536):
+                answer += chunk
+            conn.close()
+            top, _, content = answer.partition(b"\r\n\r\n")
+            assert int(top.split()[1]) == 408, answer
+            error = json.loads(content)
+            assert error["code"] == "validation-error"
+            assert error["details"] == {"seconds": 2, "setting": "KINDMEM_BODY_TIMEOUT_SECONDS"}

@@ -174,7 +174,7 @@ def other_key() -> str:
 
 @pytest.mark.django_db(transaction=True)
 def test_mcp_bodies_that_are_too_large_or_too_slow_are_refused_in_the_error_shape() -> None:
-    env = {"KINDMEM_MAX_BODY_BYTES": "2000", "KINDMEM_MCP_STREAM_IDLE_SECONDS": "2"}
+    env = {"KINDMEM_MAX_BODY_BYTES": "2000", "KINDMEM_BODY_TIMEOUT_SECONDS": "2"}
     with servers(env) as s:
         auth = f"Authorization: Bearer {s.key}\r\n"
         head = (
