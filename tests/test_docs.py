@@ -59,6 +59,7 @@ def test_the_site_builds_from_docs_with_every_link_resolved(tmp_path):
         check=False,
     )
     # then it built, and every page of docs/ is a page of the site
+    # (MkDocs is the `docs` extra, which `test` includes: `make test` installs it)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     for page in documentation.pages()[1:]:
         built = site / ("index.html" if page.stem == "index" else f"{page.stem}/index.html")
