@@ -3,7 +3,7 @@
     uvicorn config.asgi:application --host 127.0.0.1 --port 8001
 
 `kindmem run` starts it so for the MCP server, and under gunicorn's asgi workers for the API and
-the console (config/gunicorn_conf.py; README "MCP server"). Requests to `/mcp` go to the
+the console (config/gunicorn_conf.py; docs/agents.md "MCP server"). Requests to `/mcp` go to the
 MCP server (config/mcp_server.py), whose tools call the API's own routes through Django's ASGI
 handler in this process; everything else goes to Django. The lifespan runs the MCP SDK's
 session manager; Django needs none.

@@ -54,7 +54,7 @@ def login_problems() -> list[str]:
 
 
 def assert_confined_login() -> None:
-    """Web and worker processes must log in as the app role (README: Database roles)."""
+    """Web and worker processes must log in as the app role (docs/security.md: Database roles)."""
     problems = login_problems()
     if problems:
         raise ImproperlyConfigured(

@@ -1,6 +1,6 @@
 """A scripted stand-in for a chat model, so that a newcomer can watch an extraction go through
 review end to end without standing up a model server: `kindmem run --scripted-model` (README
-"Extraction") starts it on a loopback port and points extraction at it.
+"Try extraction") starts it on a loopback port and points extraction at it.
 
 It is not a language model and says so everywhere it can: its model name (which every job, its
 API answer and the console's extraction pages show) is `SCRIPTED_MODEL`, and every answer

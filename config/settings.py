@@ -1,6 +1,6 @@
 """kindmem settings, read from the environment, failing loudly on a bad value.
 
-Every variable is listed in README.md. Django reads this module; the database connections and
+Every variable is in docs/configuration.md. Django reads this module; the database connections and
 Celery's settings are worked out in config/settings_database.py and config/settings_celery.py
 and imported here by name. With no DATABASE_URL, kindmem runs on an embedded PostgreSQL with
 pgvector under KINDMEM_DATA_DIR (config/embedded_db.py), started by the first connection a

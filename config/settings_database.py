@@ -22,7 +22,7 @@ from config.settings_env import (
     env_int,
 )
 
-# Two logins (docs: README "Database roles"). Migrations and management commands log in as
+# Two logins (docs/security.md "Database roles"). Migrations and management commands log in as
 # the migration role, which owns the tables; web and worker processes (config/wsgi.py,
 # config/celery.py) log in as the app role, which owns nothing and which row security
 # confines to one tenant (kindmem/row_security.py).
@@ -85,7 +85,7 @@ PREPARED_STATEMENTS = env_bool("KINDMEM_PREPARED_STATEMENTS", True)
 # settings per transaction (facts/search.py), no prepared statements (PgBouncer 1.18 keeps none
 # across transactions) and no startup `options` (PgBouncer refuses them). For web and MCP
 # processes; Celery's processes, whose tasks set a tenant per sweep in autocommit, and
-# migrations connect to PostgreSQL directly (README "Production").
+# migrations connect to PostgreSQL directly (docs/operations.md "Behind PgBouncer").
 TRANSACTION_POOLING = env_bool("KINDMEM_TRANSACTION_POOLING", False)
 if TRANSACTION_POOLING:
     PREPARED_STATEMENTS = False

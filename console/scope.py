@@ -14,7 +14,8 @@ _Rows = TypeVar("_Rows", bound=QuerySet[Any])
 
 
 def tenant_scope(request: HttpRequest) -> str:
-    # The same answer as the row-security wall's for this session (README "Database roles").
+    # The same answer as the row-security wall's for this session (docs/security.md, "Database
+    # roles").
     return console_tenant(request.user) if request.user.is_authenticated else ""
 
 

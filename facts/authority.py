@@ -72,7 +72,7 @@ A, U, P, R, S, F = (
     Credential.IMPORT,
 )
 
-# The table (README "Who may set what"). Rows: (field, change); columns: credentials (A admin
+# The table (docs/facts.md). Rows: (field, change); columns: credentials (A admin
 # key, U user key, P app key, R run token, S staff in the console, F a memory file of an import).
 # `trust` is set only by verifying (`POST /v1/facts/{id}/verify`, the console's approve & verify):
 # no write's body carries it, and a memory file's claimed trust is dropped.

@@ -55,8 +55,8 @@ def cap_of(policy: WritePolicy | None) -> int | None:
 
 def dedup_scope_of(policy: WritePolicy | None) -> str:
     """How a type's writes dedup (seed 003's `DedupScope`): as its policy says, else `slot`
-    for last-write-wins (kindmem's default, README "Dedup": a slot's key is part of what a fact
-    is, so equal values of two slots stay two facts) and `entity` for a bounded ring (the
+    for last-write-wins (kindmem's default, docs/facts.md "Dedup": a slot's key is part of what a
+    fact is, so equal values of two slots stay two facts) and `entity` for a bounded ring (the
     seed's: two equal turns of a conversation are two records)."""
     if policy is not None and policy.dedup_scope:
         return policy.dedup_scope

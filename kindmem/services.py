@@ -91,8 +91,8 @@ def acting_check(
     user_id: uuid.UUID | str | None = None,
     thread_id: str | None = None,
 ) -> None:
-    """`forbidden` unless `principal` stands for everything named (DESIGN rule 1; README's
-    access table): an app for its projects and their end users (participants), never a Kindgi
+    """`forbidden` unless `principal` stands for everything named (docs/architecture.md,
+    rule 1): an app for its projects and their end users (participants), never a Kindgi
     user; a Kindgi user for itself in projects it is a member of, never an end user; a run for
     its own project, person and thread. The one rule for minting a run (`run_mint`), a
     conversation's first write (`recall.services`) and an extraction's run (`acting_for`).
@@ -199,7 +199,7 @@ def run_mint(
 ) -> tuple[Run, str]:
     """Mint a run for an app or a Kindgi user, and its short-lived token.
 
-    A run names only people and threads its minter already stands for (README's access table):
+    A run names only people and threads its minter already stands for (docs/credentials.md):
     an app mints runs in its own projects for any of their end users (participants), never
     for a Kindgi user (an app reads no person's personal facts); a Kindgi user mints runs in
     projects it is a member of, for itself only, never for an end user. A thread is the

@@ -24,7 +24,7 @@ from django.conf import settings
 from kindmem_client import AsyncClient, Client
 from kindmem_client.operations import ITERATORS, OPERATIONS
 
-from tests import factories
+from tests import documentation, factories
 from tests.approvals.conftest import declare
 from tests.clients.conftest import BASE
 
@@ -168,13 +168,6 @@ def test_each_method_sends_the_route_its_table_names():
 # ---- async, and a live server -----------------------------------------------------------------
 
 
-def readme_example(heading: str) -> str:
-    """The first ```python block after `heading` in README.md."""
-    readme = (Path(settings.BASE_DIR) / "README.md").read_text()
-    after = readme.split(f"\n{heading}\n", 1)[1]
-    return after.split("```python\n", 1)[1].split("```", 1)[0]
-
-
 @pytest.mark.django_db(transaction=True)
 def test_the_client_talks_to_a_live_gunicorn(capsys):
     from tests.processes import web_server
@@ -200,10 +193,10 @@ def test_the_client_talks_to_a_live_gunicorn(capsys):
         assert listed == [{"text": "prefers email"}]
         with ThreadPoolExecutor(max_workers=1) as own_thread:
             assert own_thread.submit(asyncio.run, listed_async()).result() == listed
-        # and README's example does what it says
+        # and the docs' example does what it says
         capsys.readouterr()
-        exec(  # noqa: S102 - README's own example, run as a reader would
-            readme_example("### Python client"),
+        exec(  # noqa: S102 - the docs' own example, run as a reader would
+            documentation.block("Python client", "python"),
             {"APP_KEY": app_key.token, "URL": base, "PROJECT": str(project.id)},
         )
         assert capsys.readouterr().out.splitlines() == [

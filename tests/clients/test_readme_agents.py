@@ -1,7 +1,8 @@
-"""README's "Agents" examples run as written against a live kindmem: the MCP client config
-(its URL and headers, used by the MCP SDK's own client), the LangGraph store and the OpenAI
-Agents SDK session (their Python blocks, executed with what `make run` prints filled in). The
-Python client's example runs in test_python_client.py.
+"""The "Agents" examples (docs/agents.md, and README's MCP config) run as written against a live
+kindmem: the MCP client config (its URL and headers, used by the MCP SDK's own client), the MCP
+SDK 2.x client example, the LangGraph store and the OpenAI Agents SDK session (their Python
+blocks, executed with what `make run` prints filled in). The Python client's example runs in
+test_python_client.py, the TypeScript client's in test_typescript_client.py.
 
 The Agents SDK example's `MODEL` is a scripted `agents.Model` standing in for the language
 model (no LLM is called); everything else is the README's own code over HTTP.
@@ -16,7 +17,6 @@ import json
 import re
 from collections.abc import AsyncIterator
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 from typing import Any
 
 import httpx2
@@ -25,50 +25,45 @@ from agents import set_tracing_disabled
 from agents.items import ModelResponse
 from agents.models.interface import Model
 from agents.usage import Usage
-from django.conf import settings
 from kindmem_client import Client
 from mcp.client import Client as McpClient
 from mcp.client.streamable_http import streamable_http_client
 from openai.types.responses import ResponseOutputMessage, ResponseOutputText
 
 from tests import factories
+from tests.documentation import block
 from tests.processes import asgi_server
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
-README = (Path(settings.BASE_DIR) / "README.md").read_text()
-
-
-def block(heading: str, language: str) -> str:
-    """The first ```<language> block after `heading` in README.md."""
-    after = README.split(f"\n{heading}\n", 1)[1]
-    return after.split(f"```{language}\n", 1)[1].split("```", 1)[0]
-
 
 def printed(code: str, names: dict[str, Any]) -> list[str]:
-    """What README's `code` prints, run as a reader would, on a thread of its own (its
+    """What the docs' `code` prints, run as a reader would, on a thread of its own (its
     asyncio.run needs a thread with no running loop)."""
 
     def execute() -> str:
         out = io.StringIO()
         with contextlib.redirect_stdout(out):
-            exec(code, dict(names))  # noqa: S102 - README's own example
+            exec(code, dict(names))  # noqa: S102 - the docs' own example
         return out.getvalue()
 
     with ThreadPoolExecutor(max_workers=1) as thread:
         return thread.submit(execute).result().splitlines()
 
 
-def test_readme_has_an_example_for_each_integration():
-    assert block("### MCP server", "json")
-    assert block("### Python client", "python")
-    assert "KindmemStore(" in block("### LangGraph store", "python")
-    assert "KindmemSession(" in block("### OpenAI Agents SDK session", "python")
+def test_the_docs_have_an_example_for_each_integration():
+    assert block("MCP server", "json")
+    assert "streamable_http_client(" in block("MCP server", "python")
+    assert block("Python client", "python")
+    assert "KindmemStore(" in block("LangGraph store", "python")
+    assert "KindmemSession(" in block("OpenAI Agents SDK session", "python")
 
 
-def test_the_mcp_client_config_reaches_kindmems_tools(tenancy):
-    # given the config as README writes it, with a run token and the server's address
-    config = json.loads(block("### MCP server", "json"))["mcpServers"]["kindmem"]
+@pytest.mark.parametrize("heading", ["Connect an agent", "MCP server"])
+def test_the_mcp_client_config_reaches_kindmems_tools(tenancy, heading):
+    # given the config as README (and the Agents page) write it, with a run token and the
+    # server's address
+    config = json.loads(block(heading, "json"))["mcpServers"]["kindmem"]
     assert config["type"] == "http"
     token = factories.run_create(
         tenancy.app, tenancy.project, agent=tenancy.agent, participant_id="p-1"
@@ -104,9 +99,25 @@ def test_the_mcp_client_config_reaches_kindmems_tools(tenancy):
     assert [h["fact"]["content"] for h in hits] == [{"text": "Prefers email"}]
 
 
+def test_the_mcp_sdk_client_example_does_what_it_says(tenancy):
+    # given a run's token and kindmem's MCP server, live under uvicorn
+    token = factories.run_create(
+        tenancy.app, tenancy.project, agent=tenancy.agent, participant_id="p-1"
+    ).token
+    code = block("MCP server", "python")
+    assert 'MCP_URL = "http://127.0.0.1:8001/mcp"' in code
+    with asgi_server() as base:
+        # when the example runs as written, on the MCP SDK 2.x installed here, at that address
+        lines = printed(
+            code.replace("http://127.0.0.1:8001/mcp", f"{base}/mcp"), {"RUN_TOKEN": token}
+        )
+    # then it printed what its comments say: the tools listed, the memory created, then found
+    assert lines == ["True", "created", "[{'text': 'Prefers SMS'}]"]
+
+
 def test_the_langgraph_store_example_does_what_it_says(live_url, tenancy):
     lines = printed(
-        block("### LangGraph store", "python"),
+        block("LangGraph store", "python"),
         {"APP_KEY": tenancy.app.token, "URL": live_url, "PROJECT": str(tenancy.project.id)},
     )
     assert lines[0] == "{'content': 'Prefers green tea'}"
@@ -141,7 +152,7 @@ class BriefModel(Model):
 def test_the_agents_sdk_session_example_does_what_it_says(live_url, tenancy):
     set_tracing_disabled(True)  # the SDK would send its traces to OpenAI
     lines = printed(
-        block("### OpenAI Agents SDK session", "python"),
+        block("OpenAI Agents SDK session", "python"),
         {
             "APP_KEY": tenancy.app.token,
             "URL": live_url,

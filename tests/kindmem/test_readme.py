@@ -1,5 +1,6 @@
-"""README is executable: its shell examples run in order, as written, against a live
-`kindmem run` with the demo tenant, and none answers an error."""
+"""The documentation is executable: the shell examples of README.md and of every docs/ page run
+in reading order (tests/documentation.py), as written, against a live `kindmem run` with the
+demo tenant, and none answers an error."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from tests import documentation
 from tests.extraction.chat_server import add, chat_server_running
 from tests.kindmem.test_supervisor import _call, _free_port
 from tests.processes import database_env
@@ -23,24 +25,29 @@ ROOT = Path(__file__).resolve().parents[2]
 NOT_HERE = re.compile(r"^(make|docker|SECRET_KEY=)", re.MULTILINE)
 
 
-def readme_blocks() -> list[str]:
-    text = (ROOT / "README.md").read_text()
-    return [b for b in re.findall(r"```sh\n(.*?)```", text, re.DOTALL) if not NOT_HERE.search(b)]
+def runnable(blocks: list[str]) -> list[str]:
+    return [b for b in blocks if not NOT_HERE.search(b)]
 
 
-def test_readme_has_shell_examples_beyond_make():
-    assert len(readme_blocks()) >= 5
+def shell_examples() -> list[str]:
+    return runnable(documentation.blocks("sh"))
+
+
+def test_the_docs_have_shell_examples_beyond_make_and_readme_its_first_calls():
+    assert len(shell_examples()) >= 5
+    readme = runnable(documentation.fenced(documentation.README.read_text(), "sh"))
+    assert any("/v1/remember" in b for b in readme), "README lost its first calls"
 
 
 def _remember_the_last_message(shown: dict) -> list[dict]:
-    """README's chat model (a scripted local OpenAI-compatible server): a note of the newest
-    message it is shown, citing it."""
+    """The extraction example's chat model (a scripted local OpenAI-compatible server): a note
+    of the newest message it is shown, citing it."""
     last = shown["messages"][-1]
     return [add("note", last["text"].replace("I ", "The customer ", 1), [last["id"]])]
 
 
 @pytest.mark.django_db(transaction=True)
-def test_every_shell_example_in_readme_runs_against_a_live_server(tmp_path):
+def test_every_shell_example_in_the_docs_runs_against_a_live_server(tmp_path):
     # given `kindmem run` with its demo tenant, on the test database, and a local
     # OpenAI-compatible chat server as its extraction model
     chat = ExitStack()
@@ -75,20 +82,20 @@ def test_every_shell_example_in_readme_runs_against_a_live_server(tmp_path):
         printed = out_path.read_text(errors="replace")
         keys = dict(re.findall(r"^\s+(admin|app)\s+(kmk_\S+)", printed, re.MULTILINE))
         project = re.search(r"project:.*\(([0-9a-f-]{36})\)", printed).group(1)
-        # the demo people README's privacy example names are printed
+        # the demo people the privacy example names are printed
         assert re.search(r"^\s+demo-customer-1\s", printed, re.MULTILINE), printed[-2000:]
         health = _call(f"http://127.0.0.1:{port}/healthz")
         assert health[0] == 200, health
-        # when README's shell examples run in order, with what `make run` printed filled in,
-        # and curl failing on any HTTP error
-        script = "\n".join(readme_blocks())
+        # when the documentation's shell examples run in order, with what `make run` printed
+        # filled in, and curl failing on any HTTP error
+        script = "\n".join(shell_examples())
         script = script.replace("127.0.0.1:8000", f"127.0.0.1:{port}")
         script = script.replace("localhost:8000", f"127.0.0.1:{port}")
         script = script.replace(".venv/bin/kindmem", f"{sys.executable} -m config.cli")
         script = re.sub(r"^APP_KEY=kmk_\.\.\.", f"APP_KEY={keys['app']}", script, flags=re.M)
         script = re.sub(r"^ADMIN_KEY=kmk_\.\.\.", f"ADMIN_KEY={keys['admin']}", script, flags=re.M)
         script = re.sub(r"^PROJECT=\.\.\.", f"PROJECT={project}", script, flags=re.M)
-        assert "..." not in re.sub(r"#.*", "", script), "a placeholder README leaves unfilled"
+        assert "..." not in re.sub(r"#.*", "", script), "a placeholder the docs leave unfilled"
         prelude = (
             "set -euo pipefail\n"
             'curl() { local rc=0; command curl --fail-with-body "$@" || rc=$?; echo; return $rc; }'
@@ -119,9 +126,9 @@ def test_every_shell_example_in_readme_runs_against_a_live_server(tmp_path):
         chat.close()
 
 
-def test_readme_lists_every_error_code_the_api_answers():
+def test_the_docs_list_every_error_code_the_api_answers():
     from tests.clients.test_python_client_errors import server_codes
 
-    text = (ROOT / "README.md").read_text()
+    text = "\n".join(page.read_text() for page in documentation.pages())
     missing = sorted(code for code in server_codes() if f"`{code}`" not in text)
     assert missing == []

@@ -3,7 +3,7 @@
 // with them (build/). Node 20 cannot run TypeScript, so the tests run as compiled.
 
 import { execFileSync } from 'node:child_process';
-import { copyFileSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -15,12 +15,30 @@ for (const out of ['dist', 'build', 'readme-examples']) {
 }
 execFileSync(process.execPath, [tsc, '-p', 'tsconfig.json'], { cwd: root, stdio: 'inherit' });
 
-// Each ```ts block of README's "### TypeScript client" section, in order, as example-<n>.ts.
-const readme = readFileSync(join(root, '..', '..', 'README.md'), 'utf8');
-const section = readme.split('\n### TypeScript client\n')[1]?.split(/\n#{2,3} /)[0];
-if (section === undefined) throw new Error('README.md has no "### TypeScript client" section');
-const blocks = [...section.matchAll(/```ts\n([\s\S]*?)```/g)].map((m) => m[1]);
-if (blocks.length === 0) throw new Error("README's TypeScript section has no ```ts block");
+// Each ```ts block of the "TypeScript client" section (a heading at any level, on the one page of
+// README.md or docs/*.md that has it), up to the next heading of its level or above, in order,
+// as example-<n>.ts.
+const repository = join(root, '..', '..');
+const docs = join(repository, 'docs');
+const pages = [
+  join(repository, 'README.md'),
+  ...readdirSync(docs)
+    .filter((name) => name.endsWith('.md'))
+    .map((name) => join(docs, name)),
+];
+const sections = pages.flatMap((page) => {
+  const text = readFileSync(page, 'utf8');
+  const heading = /^(#+) TypeScript client\n/m.exec(text);
+  if (heading === null) return [];
+  const after = text.slice(heading.index + heading[0].length);
+  const next = new RegExp(`^#{1,${heading[1].length}} `, 'm').exec(after);
+  return [next === null ? after : after.slice(0, next.index)];
+});
+if (sections.length !== 1) {
+  throw new Error(`${sections.length} pages have a "TypeScript client" section, not one`);
+}
+const blocks = [...sections[0].matchAll(/```ts\n([\s\S]*?)```/g)].map((m) => m[1]);
+if (blocks.length === 0) throw new Error('the TypeScript client section has no ```ts block');
 mkdirSync(join(root, 'readme-examples'));
 blocks.forEach((code, i) =>
   writeFileSync(join(root, 'readme-examples', `example-${i + 1}.ts`), code),

@@ -198,7 +198,7 @@ const CLASSES = [
   NotImplementedByServer,
 ] as const;
 
-/** code -> class, for every code of the vocabulary (README's error list, api/errors.py). */
+/** code -> class, for every code of the vocabulary (docs/api.md's error list, api/errors.py). */
 export const CODES: ReadonlyMap<string, typeof KindmemError> = new Map(
   CLASSES.map((cls) => [cls.code, cls]),
 );

@@ -1,6 +1,6 @@
-// README's TypeScript examples run as written (scripts/pretest.mjs wrote each ```ts block of its
-// "### TypeScript client" section out as a module), against the live kindmem, with what
-// `make run` prints in the environment: APP_KEY, URL and PROJECT.
+// The docs' TypeScript examples run as written (scripts/pretest.mjs wrote each ```ts block of the
+// "TypeScript client" section, docs/agents.md today, out as a module), against the live kindmem,
+// with what `make run` prints in the environment: APP_KEY, URL and PROJECT.
 
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';

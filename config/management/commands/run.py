@@ -86,7 +86,7 @@ class Command(BaseCommand):
         scripted_url = None
         if scripted_model and not settings.LLM_URL:
             # every child asks the scripted model, which says in its model name and every
-            # answer that it is not a language model (README "Extraction")
+            # answer that it is not a language model (docs/extraction.md)
             scripted_url = f"http://127.0.0.1:{mcp_port + 1}/v1"
             env["KINDMEM_LLM_URL"], env["KINDMEM_LLM_MODEL"] = scripted_url, SCRIPTED_MODEL
         children = self._children(env, host=host, port=port, mcp_port=mcp_port)

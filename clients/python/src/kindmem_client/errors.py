@@ -234,7 +234,7 @@ class UnexpectedResponse(KindmemError):
     code = "unexpected-response"
 
 
-# code -> class, for every code of the vocabulary (README, api/errors.py).
+# code -> class, for every code of the vocabulary (docs/api.md, api/errors.py).
 CODES: dict[str, type[KindmemError]] = {
     cls.code: cls
     for cls in (
