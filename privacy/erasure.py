@@ -34,6 +34,9 @@ from privacy import exports
 from privacy.models import UNFINISHED, ErasureRequest, RequestStatus
 from recall import erasure as recall_erasure
 from runlog import erasure as runlog_erasure
+from webhooks import erasure as webhooks_erasure
+from webhooks.models import EventKind
+from webhooks.outbox import outbox_record
 
 logger = logging.getLogger(__name__)
 
@@ -69,6 +72,7 @@ STEPS: list[tuple[str, ErasureStep]] = [
     ("run-log", runlog_erasure),
     ("threads", threads),
     ("exports", exports),
+    ("webhooks", webhooks_erasure),
     ("audit", _AuditStep),
 ]
 
@@ -256,5 +260,15 @@ def _erasure_finish(erasure_id: uuid.UUID) -> ErasureRequest:
     request.finished_at = now
     request.target_id = ""  # the receipt outlives the data and names no one
     request.save()
+    outbox_record(  # ids and counts only: the person is the one thing it may not name
+        tenant_id=request.tenant_id,
+        kind=EventKind.ERASURE_COMPLETED,
+        ordering_key=f"erasure:{request.id}",
+        data={
+            "erasure_id": str(request.id),
+            "target_kind": request.target_kind,
+            "counts_by_kind": request.receipt["counts_by_kind"],
+        },
+    )
     kindmem_services.holds_release(erasure_id=request.id)
     return request
