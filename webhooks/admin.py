@@ -20,6 +20,7 @@ ATTEMPTS_SHOWN = 100
 
 
 class EndpointForm(forms.ModelForm):
+    url = forms.URLField(max_length=2000, assume_scheme="https")
     events = forms.MultipleChoiceField(
         choices=EventKind.choices, widget=forms.CheckboxSelectMultiple
     )
