@@ -6,7 +6,7 @@ from api.fields import StrictSerializer
 from webhooks.models import EventKind
 
 
-class EndpointCreateInput(StrictSerializer):
+class WebhookEndpointCreateInput(StrictSerializer):
     url = serializers.URLField(max_length=2000)
     events = serializers.ListField(
         child=serializers.ChoiceField(choices=EventKind.choices), min_length=1, max_length=20
@@ -17,10 +17,12 @@ class EndpointCreateInput(StrictSerializer):
         "Off unless the tenant admin opts in.",
     )
     enabled = serializers.BooleanField(default=True)
-    description = serializers.CharField(max_length=200, required=False, default="")
+    description = serializers.CharField(
+        max_length=200, required=False, default="", allow_blank=True
+    )
 
 
-class EndpointOutput(serializers.Serializer):
+class WebhookEndpointOutput(serializers.Serializer):
     id = serializers.UUIDField()
     url = serializers.CharField()
     events = serializers.ListField(child=serializers.CharField())
@@ -30,11 +32,11 @@ class EndpointOutput(serializers.Serializer):
     created_at = serializers.DateTimeField()
 
 
-class EndpointCreatedOutput(EndpointOutput):
+class WebhookEndpointCreatedOutput(WebhookEndpointOutput):
     secret = serializers.CharField(
         help_text="The signing secret (Standard Webhooks, whsec_...): shown this once."
     )
 
 
-class EndpointListOutput(serializers.Serializer):
-    endpoints = EndpointOutput(many=True)
+class WebhookEndpointListOutput(serializers.Serializer):
+    endpoints = WebhookEndpointOutput(many=True)

@@ -13,9 +13,9 @@ from kindmem.permissions import IsTenantAdmin, principal_of
 from webhooks import services
 from webhooks.models import Endpoint
 from webhooks.serializers import (
-    EndpointCreatedOutput,
-    EndpointCreateInput,
-    EndpointListOutput,
+    WebhookEndpointCreatedOutput,
+    WebhookEndpointCreateInput,
+    WebhookEndpointListOutput,
 )
 
 ERRORS = {400: ErrorOutput, 401: ErrorOutput, 403: ErrorOutput, 404: ErrorOutput}
@@ -24,17 +24,17 @@ ERRORS = {400: ErrorOutput, 401: ErrorOutput, 403: ErrorOutput, 404: ErrorOutput
 class EndpointListView(APIView):
     permission_classes = [IsTenantAdmin]
 
-    @extend_schema(responses={200: EndpointListOutput, **ERRORS}, tags=["webhooks"])
+    @extend_schema(responses={200: WebhookEndpointListOutput, **ERRORS}, tags=["webhooks"])
     def get(self, request: Request) -> Response:
         """The tenant's webhook endpoints, oldest first (secrets are never shown again)."""
         endpoints = Endpoint.objects.filter(
             tenant_id=principal_of(request).tenant_id, deleted_at__isnull=True
         ).order_by("created_at", "pk")
-        return Response(EndpointListOutput({"endpoints": list(endpoints)}).data)
+        return Response(WebhookEndpointListOutput({"endpoints": list(endpoints)}).data)
 
     @extend_schema(
-        request=EndpointCreateInput,
-        responses={201: EndpointCreatedOutput, **ERRORS},
+        request=WebhookEndpointCreateInput,
+        responses={201: WebhookEndpointCreatedOutput, **ERRORS},
         tags=["webhooks"],
     )
     def post(self, request: Request) -> Response:
@@ -42,12 +42,12 @@ class EndpointListView(APIView):
         A URL whose host is a loopback or private address is refused (`validation-error`)
         unless the operator allows those."""
         principal = principal_of(request)
-        data = EndpointCreateInput(data=request.data)
+        data = WebhookEndpointCreateInput(data=request.data)
         data.is_valid(raise_exception=True)
         endpoint = services.endpoint_register(
             tenant_id=principal.tenant_id, created_by=principal.id, **data.validated_data
         )
-        return Response(EndpointCreatedOutput(endpoint).data, status=status.HTTP_201_CREATED)
+        return Response(WebhookEndpointCreatedOutput(endpoint).data, status=status.HTTP_201_CREATED)
 
 
 class EndpointDetailView(APIView):
