@@ -50,12 +50,13 @@ class _PinnedHTTPS(http.client.HTTPSConnection):
     """HTTPS to the checked address, with the host's name for SNI and the certificate."""
 
     def __init__(self, target: Target, timeout: float) -> None:
-        super().__init__(target.host, target.port, timeout=timeout)
+        self._tls = ssl.create_default_context()  # the system's CAs, the hostname checked
+        super().__init__(target.host, target.port, timeout=timeout, context=self._tls)
         self._address = target.address
 
     def connect(self) -> None:
         sock = socket.create_connection((self._address, self.port), self.timeout)
-        self.sock = self._context.wrap_socket(sock, server_hostname=self.host)
+        self.sock = self._tls.wrap_socket(sock, server_hostname=self.host)
 
 
 def post(target: Target, body: bytes, headers: dict[str, str], timeout: float) -> Sent:

@@ -44,11 +44,9 @@ def write_fact(world: Any, content: str, participant: str = "p-hook") -> Any:
 
 def send_due(world: Any) -> list[str]:
     """Send every delivery of the tenant that may go now, as the worker would, in order."""
-    outcomes = []
     with tenant_context(world.tenant.id):
-        for pk in Delivery.objects.order_by("pk").values_list("pk", flat=True):
-            outcomes.append(delivery_send(delivery_id=pk).status)
-    return outcomes
+        ids = list(Delivery.objects.order_by("pk").values_list("pk", flat=True))
+        return [delivery_send(delivery_id=pk).status for pk in ids]
 
 
 def make_due(world: Any) -> None:
@@ -161,10 +159,15 @@ def test_the_event_is_written_with_the_change_and_not_for_a_rolled_back_one(api,
     event = OutboxEvent.objects.get()
     assert event.data["fact_id"] == str(revision.fact_id)
     assert Delivery.objects.filter(event=event).count() == 1
+
     # when a write rolls back, then no event or delivery of it remains
-    with pytest.raises(RuntimeError), transaction.atomic():
-        write_fact(world, "likes coffee")
-        raise RuntimeError("the request failed after the write")
+    def fail_after_writing() -> None:
+        with transaction.atomic():
+            write_fact(world, "likes coffee")
+            raise RuntimeError("the request failed after the write")
+
+    with pytest.raises(RuntimeError):
+        fail_after_writing()
     assert OutboxEvent.objects.count() == 1
     assert Delivery.objects.count() == 1
 
@@ -184,7 +187,8 @@ def test_a_payload_carries_ids_and_kinds_unless_the_admin_opted_in(api, world, r
         [plain] = receiver.wait_for(1)
         [full] = opted.wait_for(1)
     # then the default endpoint got ids and kinds only
-    assert b"zqmarker" not in plain.body and b"p-secret-42" not in plain.body
+    assert b"zqmarker" not in plain.body
+    assert b"p-secret-42" not in plain.body
     payload = Webhook(secret_plain).verify(plain.body, plain.headers)
     assert payload["type"] == "fact.changed"
     assert payload["data"] == {
@@ -252,7 +256,8 @@ def test_a_receiver_that_is_down_gets_its_events_when_it_is_back(api, world, loc
     write_fact(world, "likes tea")
     assert send_due(world) == ["pending"]
     delivery = Delivery.objects.get()
-    assert delivery.attempts == 1 and delivery.next_attempt_at > timezone.now()
+    assert delivery.attempts == 1
+    assert delivery.next_attempt_at > timezone.now()
     # backoff: each failure waits longer before the next attempt
     make_due(world)
     send_due(world)
@@ -324,5 +329,6 @@ def test_an_erasure_clears_the_persons_queued_and_stored_payloads(api, world, re
     send_due(world)
     bodies = [json.loads(r.body)["data"] for r in receiver.wait_for(2)]
     erased = [b for b in bodies if b.get("erased")]
-    assert len(erased) == 1 and "content" not in erased[0]
+    assert len(erased) == 1
+    assert "content" not in erased[0]
     assert str(uuid.UUID(erased[0]["fact_id"]))

@@ -142,4 +142,5 @@ def test_a_slow_receiver_does_not_hold_up_another_receivers_deliveries(
         finally:
             _stop(worker)
     timed_out = Delivery.objects.filter(endpoint__url=slow.url, attempts__gte=1).first()
-    assert timed_out is not None and timed_out.last_error == "timed out"
+    assert timed_out is not None
+    assert timed_out.last_error == "timed out"
