@@ -23,7 +23,7 @@ def approval_pending(*, approval: Approval, revision: Revision) -> None:
             "fact_id": str(revision.fact_id),
             "revision_id": str(revision.pk),
             "type": revision.fact.type,
-            "agent_id": approval.agent_id,
+            "agent_id": str(approval.agent_id) if approval.agent_id else None,
             "project_id": str(approval.project_id) if approval.project_id else None,
             "reasons": list(approval.reasons),
         },
