@@ -11,6 +11,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from api.errors import Conflict, Forbidden, NotFound, ValidationFailed
+from api.tracing import memory_operation
 from approvals.announce import approval_decided, approval_pending
 from approvals.models import Approval, ApprovalStatus
 from audit.models import Outcome, Phase
@@ -127,6 +128,15 @@ def _audit_actor(reviewer: Principal) -> Actor:
     return Actor.of_principal(reviewer)
 
 
+@memory_operation(
+    "review_decision",
+    before=lambda **kw: {
+        "gen_ai.operation.name": "update_memory",
+        "kindmem.memory.kind": "approval",
+        "kindmem.review.decision": kw.get("decision"),
+        "kindmem.review.verify": bool(kw.get("verify", False)),
+    },
+)
 @transaction.atomic
 def approval_decide(
     *,

@@ -22,6 +22,7 @@ from django.db.models import F
 from django.utils import timezone
 
 from api.errors import ValidationFailed
+from api.tracing import memory_operation
 from approvals import erasure as approvals_erasure
 from audit.models import AuditEvent
 from audit.services import audit_subject_scrub
@@ -189,6 +190,22 @@ def erasure_claim(erasure_id: uuid.UUID) -> ErasureRequest | None:
     return request
 
 
+def _erasure_told(done: ErasureRequest | None) -> dict[str, Any]:
+    if done is None:
+        return {}
+    counts = (done.receipt or {}).get("counts_by_kind", {})
+    return {
+        "kindmem.erasure.target_kind": done.target_kind,
+        "kindmem.erasure.status": done.status,
+        "kindmem.erasure.records": sum(counts.values()),
+    }
+
+
+@memory_operation(
+    "erasure",
+    before=lambda **_: {"gen_ai.operation.name": "delete_memory", "kindmem.memory.kind": "erasure"},
+    after=_erasure_told,
+)
 def erasure_run(*, erasure_id: uuid.UUID, limit: int | None = None) -> ErasureRequest | None:
     """Run (or resume) an erasure to the end. Safe to call twice, or concurrently."""
     limit = limit or batch_size()
