@@ -25,7 +25,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Exists, F, OuterRef, Q
+from django.db.models import Count, Exists, F, Min, OuterRef, Q
 from django.utils import timezone
 
 from webhooks.addresses import UnsafeURL, target_of
@@ -201,3 +201,23 @@ def deliveries_due(*, limit: int) -> list[tuple[int, float]]:
         at = max(next_at, leased_until) if leased_until is not None else next_at
         due.append((pk, max((at - now).total_seconds(), 0.0)))
     return due
+
+
+@dataclass(frozen=True)
+class DeliveriesState:
+    pending: int
+    oldest_pending: datetime | None
+    failed_last_day: int
+
+
+def deliveries_state(*, now: datetime) -> DeliveriesState:
+    """The current tenant's deliveries for /metrics: waiting (to live endpoints), the oldest
+    waiting one's creation, and those given up in the last day."""
+    waiting = Delivery.objects.filter(
+        status=DeliveryStatus.PENDING, endpoint__enabled=True, endpoint__deleted_at__isnull=True
+    )
+    found = waiting.aggregate(n=Count("pk"), oldest=Min("created_at"))
+    failed = Delivery.objects.filter(
+        status=DeliveryStatus.FAILED, created_at__gte=now - timedelta(days=1)
+    ).count()
+    return DeliveriesState(found["n"], found["oldest"], failed)

@@ -13,16 +13,22 @@ from typing import Any
 import pytest
 from django.db import transaction
 from django.utils import timezone
+from prometheus_client import REGISTRY
 from standardwebhooks import Webhook, WebhookVerificationError
 
+from config.tasks import refresh_metrics
 from facts import services as facts_services
 from kindmem.row_security import tenant_context
+from privacy import services as privacy_services
 from privacy.erasure import erasure_run
+from privacy.exports import access_export_build
 from privacy.services import erasure_start
+from tests import factories
+from tests.approvals.conftest import declare, remember
 from tests.privacy.conftest import residue_scan
 from tests.webhooks.receiver import Answer, Receiver, receiver_running
 from webhooks.delivery import delivery_send
-from webhooks.models import Delivery, DeliveryStatus, Endpoint, OutboxEvent
+from webhooks.models import Delivery, DeliveryStatus, Endpoint, EventKind, OutboxEvent
 
 pytestmark = pytest.mark.django_db
 
@@ -332,3 +338,68 @@ def test_an_erasure_clears_the_persons_queued_and_stored_payloads(api, world, re
     assert len(erased) == 1
     assert "content" not in erased[0]
     assert str(uuid.UUID(erased[0]["fact_id"]))
+
+
+# ---- every kind of event --------------------------------------------------------------------
+
+
+def test_review_privacy_and_fact_changes_are_each_announced_without_naming_anyone(
+    api, world, receiver
+):
+    # given an endpoint for every kind of event
+    register(api, world, receiver.url, [k.value for k in EventKind])
+    declare(world.agent)
+    run = factories.run_create(
+        world.app, world.project, participant_id="p-kinds-9", thread_id="t-kinds"
+    )
+    # when an agent's memory waits for review, and a reviewer approves it
+    pending = remember(api, run, text="Always refund zqkinds.").json()
+    approved = api.post(
+        f"/v1/approvals/{pending['approval_id']}/approve", {}, format="json", **world.admin.headers
+    )
+    assert approved.status_code == 200, approved.json()
+    # and the person's data is exported, then erased
+    access = privacy_services.access_request_start(
+        actor=privacy_services.Actor.of_staff(world.user, world.tenant.id),
+        subject_kind="participant",
+        subject_id="p-kinds-9",
+    )
+    with tenant_context(world.tenant.id):
+        access_export_build(access_request_id=access.id)
+        erasure = erasure_start(
+            tenant_id=world.tenant.id,
+            target_kind="participant",
+            target_id="p-kinds-9",
+            reason="asked",
+            requested_by="admin:test",
+        )
+        erasure_run(erasure_id=erasure.id)
+    # then each change was announced, in the order it happened
+    kinds = list(OutboxEvent.objects.order_by("created_at").values_list("kind", flat=True))
+    assert kinds == [
+        "approval.pending",
+        "fact.changed",
+        "approval.decided",
+        "access_export.ready",
+        "erasure.completed",
+    ]
+    data = {e.kind: e.data for e in OutboxEvent.objects.all()}
+    assert data["approval.pending"]["approval_id"] == pending["approval_id"]
+    assert data["approval.decided"]["status"] == "approved"
+    assert data["access_export.ready"]["access_request_id"] == str(access.id)
+    assert data["erasure.completed"]["erasure_id"] == str(erasure.id)
+    # and the receiver got them all, none naming the person or the memory
+    send_due(world)
+    bodies = [r.body for r in receiver.wait_for(5)]
+    assert not [b for b in bodies if b"p-kinds-9" in b or b"zqkinds" in b]
+
+
+def test_the_worker_counts_waiting_deliveries_for_metrics(api, world, local_receivers):
+    with receiver_running() as probe:
+        down = probe.url  # nothing listens there any more
+    register(api, world, down, ["fact.changed"])
+    write_fact(world, "likes tea")
+    send_due(world)
+    refresh_metrics()
+    assert REGISTRY.get_sample_value("kindmem_webhook_deliveries", {"status": "pending"}) == 1.0
+    assert REGISTRY.get_sample_value("kindmem_webhook_oldest_pending_age_seconds") >= 0
