@@ -20,7 +20,7 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any, ParamSpec, TypeVar
 
-from opentelemetry.trace import Tracer
+from opentelemetry.trace import Status, StatusCode, Tracer
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -46,6 +46,7 @@ ATTRIBUTES: dict[str, Any] = {
     "kindmem.erasure.target_kind": {"participant", "user", "external", "conversation"},
     "kindmem.erasure.status": _WORD,
     "kindmem.erasure.records": int,
+    "error.type": re.compile(r"^[A-Za-z_][A-Za-z0-9_.]{0,99}$"),  # an exception's class
 }
 
 _tracer: Tracer | None = None
@@ -93,12 +94,20 @@ def memory_operation(
             tracer = _tracer
             if tracer is None:
                 return function(*args, **kwargs)
-            with tracer.start_as_current_span(f"memory {operation}") as span:
+            # an exception's message may quote content: the span keeps its class only
+            with tracer.start_as_current_span(
+                f"memory {operation}", record_exception=False, set_status_on_exception=False
+            ) as span:
                 told = {"kindmem.memory.operation": operation}
                 if before is not None:
                     told.update(before(**kwargs))
                 span.set_attributes(allowed(told))
-                result = function(*args, **kwargs)
+                try:
+                    result = function(*args, **kwargs)
+                except Exception as exc:
+                    span.set_status(Status(StatusCode.ERROR))
+                    span.set_attributes(allowed({"error.type": type(exc).__name__}))
+                    raise
                 if after is not None:
                     span.set_attributes(allowed(after(result)))
                 return result

@@ -11,11 +11,16 @@ OTLP over HTTP (the exporter reads OTEL_EXPORTER_OTLP_* and OTEL_SERVICE_NAME it
   context travels in the message's headers);
 - the memory operations (api/tracing.py), whose attributes are allow-listed there: never
   content, a query or a person's id.
+
+What leaves the process passes `Scrubbed` first: an exception keeps its type and loses its
+message and traceback, and an error status its description, whichever instrumentation recorded
+them (a database error quotes the values of the row it refused; a task's error its arguments).
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from typing import Any
 
 from opentelemetry import trace
@@ -23,15 +28,68 @@ from opentelemetry.instrumentation.celery import CeleryInstrumentor
 from opentelemetry.instrumentation.django import DjangoInstrumentor
 from opentelemetry.instrumentation.psycopg import PsycopgInstrumentor
 from opentelemetry.sdk.resources import Resource
-from opentelemetry.sdk.trace import SpanProcessor, TracerProvider
-from opentelemetry.sdk.trace.export import BatchSpanProcessor
+from opentelemetry.sdk.trace import Event, ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace.export import (
+    BatchSpanProcessor,
+    SimpleSpanProcessor,
+    SpanExporter,
+    SpanExportResult,
+)
+from opentelemetry.trace import Status
 
 from api.tracing import tracer_install
 
 # what a request span would carry of the URL (old and new HTTP conventions): the route instead
 URL_ATTRIBUTES = ("http.url", "http.target", "url.full", "url.path", "url.query")
 
+# what an exception event keeps (the message and traceback may quote data)
+EXCEPTION_KEPT = ("exception.type", "exception.escaped")
+
 _provider: TracerProvider | None = None
+
+
+def scrubbed(span: ReadableSpan) -> ReadableSpan:
+    """`span` without exception messages, tracebacks or an error's description."""
+    events = [
+        Event(
+            event.name,
+            {k: v for k, v in (event.attributes or {}).items() if k in EXCEPTION_KEPT}
+            if event.name == "exception"
+            else event.attributes,
+            event.timestamp,
+        )
+        for event in span.events
+    ]
+    return ReadableSpan(
+        name=span.name,
+        context=span.context,
+        parent=span.parent,
+        resource=span.resource,
+        attributes=span.attributes,
+        events=events,
+        links=span.links,
+        kind=span.kind,
+        status=Status(span.status.status_code),
+        start_time=span.start_time,
+        end_time=span.end_time,
+        instrumentation_scope=span.instrumentation_scope,
+    )
+
+
+class Scrubbed(SpanExporter):
+    """An exporter that sends what `exporter` would, each span `scrubbed` first."""
+
+    def __init__(self, exporter: SpanExporter) -> None:
+        self.exporter = exporter
+
+    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+        return self.exporter.export([scrubbed(span) for span in spans])
+
+    def shutdown(self) -> None:
+        self.exporter.shutdown()
+
+    def force_flush(self, timeout_millis: int = 30000) -> bool:
+        return self.exporter.force_flush(timeout_millis)
 
 
 def _route_only(span: Any, request: Any, response: Any) -> None:
@@ -49,19 +107,22 @@ def tracing_enabled() -> bool:
     return bool(os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT"))
 
 
-def tracing_start(processor: SpanProcessor | None = None) -> TracerProvider | None:
-    """Install tracing in this process once: with `processor` (the tests' in-memory one), or
-    OTLP over HTTP when OTEL_EXPORTER_OTLP_ENDPOINT is set; else nothing (None)."""
+def tracing_start(exporter: SpanExporter | None = None) -> TracerProvider | None:
+    """Install tracing in this process once: exporting to `exporter` as each span ends (the
+    tests' in-memory one), or in batches over OTLP/HTTP when OTEL_EXPORTER_OTLP_ENDPOINT is set;
+    else nothing (None)."""
     global _provider
     if _provider is not None:
         return _provider
-    exporting = processor is None
-    if processor is None:
+    exporting = exporter is None
+    if exporter is None:
         if not tracing_enabled():
             return None
         from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 
-        processor = BatchSpanProcessor(OTLPSpanExporter())
+        processor: Any = BatchSpanProcessor(Scrubbed(OTLPSpanExporter()))
+    else:
+        processor = SimpleSpanProcessor(Scrubbed(exporter))
     provider = TracerProvider(
         resource=Resource.create({"service.name": os.environ.get("OTEL_SERVICE_NAME", "kindmem")})
     )

@@ -12,7 +12,6 @@ from typing import Any
 import pytest
 from django.db import connection
 from opentelemetry.instrumentation.psycopg import PsycopgInstrumentor
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from api import tracing
@@ -35,7 +34,7 @@ QUERY = "zqquery card 4111"
 @pytest.fixture
 def exported() -> Iterator[InMemorySpanExporter]:
     exporter = InMemorySpanExporter()
-    provider = tracing_start(SimpleSpanProcessor(exporter))
+    provider = tracing_start(exporter)
     assert provider is not None
     connection.ensure_connection()  # the test's connection, opened before tracing started
     PsycopgInstrumentor.instrument_connection(connection.connection, tracer_provider=provider)
@@ -128,6 +127,27 @@ def test_memory_operations_are_spans_that_never_carry_content_queries_or_people(
     needles = ["zqsecret", "4111", "zqquery", PERSON, THREAD, "<script>"]
     leaks = [(s.name, v) for s in spans for v in values_of(s) if any(n in v for n in needles)]
     assert leaks == []
+
+
+def test_an_error_keeps_its_type_and_loses_its_message_whoever_recorded_it(exported):
+    # given a memory operation, and a span of another instrumentation, that fail quoting content
+    @tracing.memory_operation("remember")
+    def failing() -> None:
+        raise ValueError(CONTENT)
+
+    with pytest.raises(ValueError, match="zqsecret"):
+        failing()
+    with (
+        pytest.raises(ValueError, match="zqsecret"),
+        tracing._tracer.start_as_current_span("other"),
+    ):
+        raise ValueError(CONTENT)
+    # then the spans say that it failed, and how, but not what it said
+    spans = exported.get_finished_spans()
+    assert spans[0].attributes["error.type"] == "ValueError"
+    assert spans[0].status.status_code.name == "ERROR"
+    assert [e.attributes["exception.type"] for e in spans[1].events] == ["ValueError"]
+    assert [v for s in spans for v in values_of(s) if "zqsecret" in v] == []
 
 
 def test_an_attribute_outside_the_allow_list_or_its_words_is_dropped():
