@@ -8,6 +8,7 @@ from typing import Any
 
 from django import forms
 from django.contrib import admin, messages
+from django.db import models
 from django.http import HttpRequest, HttpResponse
 
 from api.errors import KindmemError
@@ -41,6 +42,7 @@ class EndpointForm(forms.ModelForm):
 @admin.register(Endpoint)
 class EndpointAdmin(TenantScopedAdmin):
     form = EndpointForm
+    formfield_overrides = {models.URLField: {"assume_scheme": "https"}}
     list_display = ["url", "event_kinds", "enabled", "include_content", "created_at"]
     list_filter = ["enabled", "include_content"]
     ordering = ["-created_at"]
