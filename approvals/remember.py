@@ -23,6 +23,7 @@ from django.utils import timezone
 
 from api.content_schema import check_content
 from api.errors import Forbidden, InvalidFact
+from api.tracing import memory_operation
 from approvals import gate
 from approvals.models import Approval, ApprovalStatus
 from approvals.services import approval_open
@@ -110,6 +111,18 @@ def _check_text(text: str) -> str:
 
 
 @transaction.atomic
+@memory_operation(
+    "remember",
+    before=lambda **kw: {
+        "gen_ai.operation.name": "update_memory",
+        "kindmem.memory.kind": "fact",
+        "kindmem.memory.type": kw.get("type"),
+    },
+    after=lambda done: {
+        "kindmem.remember.outcome": str(done.result.outcome.value),
+        "kindmem.review.pending": done.approval is not None,
+    },
+)
 def memory_remember(
     *,
     principal: Principal,

@@ -11,6 +11,8 @@ from django.db import transaction
 from django.utils import timezone
 
 from api.errors import Conflict, Forbidden, NotFound, ValidationFailed
+from api.tracing import memory_operation
+from approvals.announce import approval_decided, approval_pending
 from approvals.models import Approval, ApprovalStatus
 from audit.models import Outcome, Phase
 from audit.services import Actor, AuditNote, audit_record
@@ -42,7 +44,7 @@ def approval_open(
     run = principal.run
     if principal.kind != PrincipalKind.RUN or run is None:
         raise Forbidden("Only an agent run's writes wait for review.")
-    return Approval.objects.create(
+    approval = Approval.objects.create(
         tenant_id=principal.tenant_id,
         revision=revision,
         agent_id=run.agent_id,
@@ -53,6 +55,8 @@ def approval_open(
         findings=[f.as_json() for f in findings],
         created_at=now or timezone.now(),
     )
+    approval_pending(approval=approval, revision=revision)
+    return approval
 
 
 def is_reviewer(principal: Principal) -> bool:
@@ -124,6 +128,15 @@ def _audit_actor(reviewer: Principal) -> Actor:
     return Actor.of_principal(reviewer)
 
 
+@memory_operation(
+    "review_decision",
+    before=lambda **kw: {
+        "gen_ai.operation.name": "update_memory",
+        "kindmem.memory.kind": "approval",
+        "kindmem.review.decision": kw.get("decision"),
+        "kindmem.review.verify": bool(kw.get("verify", False)),
+    },
+)
 @transaction.atomic
 def approval_decide(
     *,
@@ -211,6 +224,7 @@ def approval_decide(
         .prefetch_related("revision__subjects")
         .get(pk=approval.pk)
     )
+    approval_decided(approval=decided)
     event = audit if audit is not None else AuditNote(phase=Phase.WRITE, kind="fact")
     decision_audit_touch(event, decided)
     if audit is None:

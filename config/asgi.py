@@ -25,6 +25,11 @@ os.environ.setdefault("KINDMEM_DATABASE_LOGIN", "app")
 # process's kind in pg_stat_activity
 os.environ.setdefault("KINDMEM_DATABASE_POOL", "1")
 os.environ.setdefault("KINDMEM_APPLICATION_NAME", "kindmem-asgi")
+# traces, when OTEL_EXPORTER_OTLP_ENDPOINT is set (config/tracing.py): before the app loads
+# its middleware, which the Django instrumentation joins
+from config.tracing import tracing_start
+
+tracing_start()
 django_app = get_asgi_application()
 
 # As config.wsgi: refuse to serve on a database that could lose committed memory, or lacks

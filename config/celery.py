@@ -5,7 +5,14 @@ from __future__ import annotations
 import os
 
 from celery import Celery
-from celery.signals import task_failure, task_retry, task_success, worker_init, worker_ready
+from celery.signals import (
+    task_failure,
+    task_retry,
+    task_success,
+    worker_init,
+    worker_process_init,
+    worker_ready,
+)
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 
@@ -20,6 +27,17 @@ def refuse_a_database_that_is_not_durable(**_: object) -> None:
 
     assert_durable_database()
     assert_confined_login()
+
+
+@worker_process_init.connect
+@worker_ready.connect
+def start_tracing(**_: object) -> None:
+    """Traces (config/tracing.py), when OTEL_EXPORTER_OTLP_ENDPOINT is set: in each process
+    that runs tasks (a prefork child, after its fork: the exporter's thread does not survive
+    one; or a solo worker itself). Once per process."""
+    from config.tracing import tracing_start
+
+    tracing_start()
 
 
 @worker_ready.connect

@@ -21,7 +21,8 @@ What is counted where:
 - Celery task outcomes by task (config/celery.py's signals);
 - the state a worker refreshes (`config.tasks.refresh_metrics`, on beat): review queue size and
   the age of its oldest pending memory, erasures in progress and the oldest's age, extraction
-  jobs by status and the tokens spent today, the embedding backlog, each queue's depth.
+  jobs by status and the tokens spent today, the embedding backlog, each queue's depth, the
+  webhook deliveries waiting and given up, and the oldest waiting one's age.
 """
 
 from __future__ import annotations
@@ -115,6 +116,17 @@ QUEUE_DEPTH = Gauge(
     "kindmem_celery_queue_depth",
     "Messages waiting in each Celery queue.",
     ["queue"],
+    multiprocess_mode="mostrecent",
+)
+WEBHOOK_DELIVERIES = Gauge(
+    "kindmem_webhook_deliveries",
+    "Webhook deliveries waiting to be sent (pending) and given up in the last day (failed).",
+    ["status"],
+    multiprocess_mode="mostrecent",
+)
+WEBHOOK_OLDEST = Gauge(
+    "kindmem_webhook_oldest_pending_age_seconds",
+    "How long the oldest webhook delivery still waiting has waited (0: none waits).",
     multiprocess_mode="mostrecent",
 )
 STATE_REFRESHED = Gauge(

@@ -69,6 +69,7 @@ INSTALLED_APPS = [
     "recall",
     "runlog",
     "audit",
+    "webhooks",
     "approvals",
     "extraction",
     "privacy",
@@ -346,6 +347,22 @@ if EMBEDDER == "openai" and not (EMBEDDER_URL and EMBEDDER_MODEL):
 # /metrics (config/metrics.py) answers this Bearer credential only; unset, it is not served
 METRICS_TOKEN = os.environ.get("KINDMEM_METRICS_TOKEN", "")
 
+# Webhooks (webhooks/): where they may go, how long a receiver may take, how they are retried.
+# A URL whose host resolves to a loopback, private or link-local address is refused (server-side
+# request forgery) unless this allows it (receivers on the operator's own network; the tests').
+WEBHOOKS_ALLOW_PRIVATE_URLS = env_bool("KINDMEM_WEBHOOKS_ALLOW_PRIVATE_URLS", False)
+# The socket timeout of one POST (connect, and each read): a slow receiver holds a worker at
+# most about this long, then the attempt is retried later.
+WEBHOOK_TIMEOUT_SECONDS = env_float("KINDMEM_WEBHOOK_TIMEOUT_SECONDS", 5.0)
+# Attempt n failed: the next after BACKOFF * 2**(n-1) s, at most BACKOFF_MAX; given up after
+# MAX_ATTEMPTS (the defaults span about an hour and a half).
+WEBHOOK_MAX_ATTEMPTS = env_int("KINDMEM_WEBHOOK_MAX_ATTEMPTS", 12)
+WEBHOOK_BACKOFF_SECONDS = env_float("KINDMEM_WEBHOOK_BACKOFF_SECONDS", 2.0)
+WEBHOOK_BACKOFF_MAX_SECONDS = env_float("KINDMEM_WEBHOOK_BACKOFF_MAX_SECONDS", 600.0)
+# How long a process remembers that a tenant has no live endpoint (a write there then costs
+# no query): an endpoint hears of changes from at most this long after it is registered.
+WEBHOOK_SUBSCRIPTIONS_CACHE_SECONDS = env_float("KINDMEM_WEBHOOK_SUBSCRIPTIONS_CACHE_SECONDS", 5.0)
+
 LLM_URL = os.environ.get("KINDMEM_LLM_URL", "")
 LLM_MODEL = os.environ.get("KINDMEM_LLM_MODEL", "")
 LLM_API_KEY = os.environ.get("KINDMEM_LLM_API_KEY", "")
@@ -413,6 +430,7 @@ from config.settings_celery import (  # noqa: E402, F401 - settings Django reads
     HEARTBEAT_INTERVAL_SECONDS,
     HEARTBEAT_STALE_SECONDS,
     REQUEST_PUBLISH_RETRY_POLICY,
+    WEBHOOK_SWEEP_SECONDS,
 )
 
 LOGGING = {

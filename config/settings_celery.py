@@ -100,6 +100,8 @@ CELERY_TASK_IGNORE_RESULT = True
 HEARTBEAT_INTERVAL_SECONDS = env_int("KINDMEM_HEARTBEAT_INTERVAL_SECONDS", 15)
 HEARTBEAT_STALE_SECONDS = env_int("KINDMEM_HEARTBEAT_STALE_SECONDS", 60)
 CELERY_BEAT_SCHEDULE_FILENAME = str(DATA_DIR / "celerybeat-schedule")
+# how often the webhook sweep queues what is due (and how far ahead it looks)
+WEBHOOK_SWEEP_SECONDS = env_int("KINDMEM_WEBHOOK_SWEEP_SECONDS", 15)
 METRICS_REFRESH_SECONDS = env_int("KINDMEM_METRICS_REFRESH_SECONDS", 30)
 CELERY_BEAT_SCHEDULE: dict[str, dict[str, object]] = {
     "record-heartbeat": {
@@ -123,6 +125,12 @@ CELERY_BEAT_SCHEDULE: dict[str, dict[str, object]] = {
     "sweep-expired-facts": {"task": "facts.tasks.sweep_expired_facts", "schedule": 3600.0},
     "purge-facts": {"task": "facts.tasks.purge_facts", "schedule": 86400.0},
     "resume-extractions": {"task": "extraction.tasks.resume_extractions", "schedule": 60.0},
+    # webhook deliveries whose message was lost or whose worker died (webhooks/tasks.py)
+    "resume-webhooks": {
+        "task": "webhooks.tasks.resume_webhooks",
+        "schedule": float(WEBHOOK_SWEEP_SECONDS),
+        "options": {"expires": float(WEBHOOK_SWEEP_SECONDS)},
+    },
     # the state gauges of /metrics (config/metrics.py); a stale one is worth nothing
     "refresh-metrics": {
         "task": "config.tasks.refresh_metrics",

@@ -26,6 +26,7 @@ from facts.models import EmbeddingState, Revision
 from kindmem.row_security import each_tenant
 from kindmem.services import heartbeat_checks_record
 from privacy.models import ErasureRequest
+from webhooks.delivery import deliveries_state
 
 logger = logging.getLogger(__name__)
 
@@ -72,6 +73,8 @@ def refresh_metrics() -> None:
     oldest_erasure: datetime | None = None
     jobs = dict.fromkeys(JobStatus.values, 0)
     backlog = tokens_in = tokens_out = 0
+    hooks_pending = hooks_failed = 0
+    oldest_hook: datetime | None = None
     for tenant_id in each_tenant():
         queue = Approval.objects.of_tenant(tenant_id).pending()
         pending += queue.count()
@@ -94,6 +97,13 @@ def refresh_metrics() -> None:
             .filter(embedding_state=EmbeddingState.PENDING)
             .count()
         )
+        hooks = deliveries_state(now=now)
+        hooks_pending += hooks.pending
+        hooks_failed += hooks.failed_last_day
+        oldest_hook = _earliest(oldest_hook, hooks.oldest_pending)
+    metrics.WEBHOOK_DELIVERIES.labels("pending").set(hooks_pending)
+    metrics.WEBHOOK_DELIVERIES.labels("failed").set(hooks_failed)
+    metrics.WEBHOOK_OLDEST.set(_age(now, oldest_hook))
     metrics.REVIEW_PENDING.set(pending)
     metrics.REVIEW_OLDEST.set(_age(now, oldest_review))
     metrics.ERASURES.set(erasures)

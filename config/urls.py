@@ -38,6 +38,7 @@ APP_ROUTES = [
     "extraction.urls",
     "privacy.urls",
     "audit.urls",
+    "webhooks.urls",
 ]
 
 urlpatterns = [

@@ -7,6 +7,11 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 os.environ.setdefault("KINDMEM_DATABASE_LOGIN", "app")
 # named for the process's kind in pg_stat_activity (one kept connection per sync worker)
 os.environ.setdefault("KINDMEM_APPLICATION_NAME", "kindmem-web")
+# traces, when OTEL_EXPORTER_OTLP_ENDPOINT is set (config/tracing.py): before the app loads
+# its middleware, which the Django instrumentation joins
+from config.tracing import tracing_start
+
+tracing_start()
 application = get_wsgi_application()
 
 # Refuse to serve on a database that could lose committed memory (fsync or full_page_writes

@@ -63,6 +63,8 @@ from kindmem.holds import held_subjects
 from kindmem.services import Acting
 from kindmem.subjects import persons_of
 from recall.models import Conversation, Message, Role, message_ref
+from webhooks.models import EventKind
+from webhooks.outbox import outbox_record
 
 logger = logging.getLogger(__name__)
 
@@ -272,6 +274,20 @@ def _apply(
     mark.save(update_fields=["extracted_through", "updated_at"])
     ExtractionJob.objects.filter(pk=job.pk).update(
         status=JobStatus.APPLIED, finished_at=now, decisions_none=checked.nothing
+    )
+    outbox_record(  # ids and counts; the facts it wrote announce themselves (fact.changed)
+        tenant_id=job.tenant_id,
+        kind=EventKind.EXTRACTION_APPLIED,
+        ordering_key=f"conversation:{conversation.pk}",
+        data={
+            "job_id": str(job.pk),
+            "conversation_id": str(conversation.pk),
+            "decisions": {
+                outcome: sum(1 for row in rows if row.outcome == outcome)
+                for outcome in DecisionOutcome.values
+            },
+            "fact_ids": sorted({str(row.fact_id) for row in rows if row.fact_id}),
+        },
     )
     note = _audit_note(job, completion)
     note.touch(ids=[i for row in rows for i in (row.fact_id, row.revision_id)])

@@ -17,6 +17,7 @@ from api.errors import (
     Forbidden,
 )
 from api.transactions import service_atomic
+from facts.announce import fact_changed
 from facts.authority import (
     Change,
     Governed,
@@ -266,7 +267,11 @@ def revision_approve(*, tenant_id: uuid.UUID, revision_id: uuid.UUID, by: str) -
     Revision.objects.filter(pk=waiting.pk).update(
         review=None, approved_at=now, supersedes=approved, version=version, created_at=now
     )
-    return Revision.objects.select_related("fact").get(pk=revision_id)
+    readable = Revision.objects.select_related("fact").get(pk=revision_id)
+    fact_changed(
+        fact=fact, revision=readable, change="approved", subjects=lambda: subjects_of(waiting)
+    )
+    return readable
 
 
 @transaction.atomic

@@ -13,6 +13,7 @@ from api.errors import Conflict
 from audit.models import Outcome, Phase
 from audit.services import AuditNote, audit_record
 from compiled import compiled
+from facts.announce import fact_changed
 from facts.models import (
     Fact,
     InvalidationReason,
@@ -21,7 +22,7 @@ from facts.models import (
     Subject,
     WritePolicyKind,
 )
-from facts.scopes import SCOPE_KEYS
+from facts.scopes import SCOPE_KEYS, SubjectInput
 from kindmem.access import Principal
 
 
@@ -126,6 +127,14 @@ def invalidate(revision: Revision, *, by: str, reason: str, now: datetime) -> No
         raise Conflict("Another write replaced this revision first.")
     revision.invalidated_at, revision.invalidated_by = now, by
     revision.invalidation_reason = reason
+    if reason == InvalidationReason.DELETED and revision.review is None:
+        # a readable value deleted (a rejected one was never readable)
+        fact_changed(
+            fact=revision.fact,
+            revision=revision,
+            change="deleted",
+            subjects=lambda: [SubjectInput(s.kind, s.subject_id) for s in revision.subjects.all()],
+        )
 
 
 # how an eviction is attributed: the invalidating writer, and the event's endpoint

@@ -25,6 +25,7 @@ from embeddings.budget import (
     embed_within_budget,
 )
 from embeddings.providers import get_embedder
+from facts.announce import fact_changed
 from facts.models import EmbeddingState, Fact, Revision, Subject, subject_rows
 from facts.provenance import Attribution, content_hash, search_text_of
 from facts.retention import Retention
@@ -183,6 +184,8 @@ def write_revision(
     found = insert(*groups, [revision], rows, then=then)
     writable = bool(found.pop(0)) if writable_for is not None else True
     stored = found.pop(0)[0] if read_back else None
+    if review is None:  # readable now; a value waiting for review is announced by approvals
+        fact_changed(fact=fact, revision=revision, change="written", subjects=lambda: subjects)
     if embedded.needs_task:
         revision_id, tenant = str(revision.pk), str(fact.tenant_id)
         # a broker that cannot be reached does not fail the write: embed_backlog embeds it

@@ -32,6 +32,7 @@ from django.utils import timezone
 from pgvector import Vector
 from pgvector.django import CosineDistance
 
+from api.tracing import memory_operation
 from compiled import Row, compiled, fetch_together
 from embeddings.budget import embedding_pool
 from embeddings.hnsw import hnsw_settings
@@ -274,6 +275,17 @@ def semantic_leg(
     return _scored(_legs(None, inputs, limit)[1], "distance")
 
 
+@memory_operation(
+    "search",
+    before=lambda search: {
+        "gen_ai.operation.name": "search_memory",
+        "kindmem.memory.kind": "fact",
+        "kindmem.search.mode": search.mode,
+        "kindmem.search.top_k": search.top_k,
+        "kindmem.memory.type": search.type,
+    },
+    after=lambda hits: {"gen_ai.memory.search.result.count": len(hits)},
+)
 def fact_search(*, search: FactSearch) -> list[SearchHit]:
     """The hits of one search, best first, each revision with its fact and subjects loaded.
 

@@ -22,6 +22,7 @@ from django.db.models import F
 from django.utils import timezone
 
 from api.errors import ValidationFailed
+from api.tracing import memory_operation
 from approvals import erasure as approvals_erasure
 from audit.models import AuditEvent
 from audit.services import audit_subject_scrub
@@ -34,6 +35,9 @@ from privacy import exports
 from privacy.models import UNFINISHED, ErasureRequest, RequestStatus
 from recall import erasure as recall_erasure
 from runlog import erasure as runlog_erasure
+from webhooks import erasure as webhooks_erasure
+from webhooks.models import EventKind
+from webhooks.outbox import outbox_record
 
 logger = logging.getLogger(__name__)
 
@@ -69,6 +73,7 @@ STEPS: list[tuple[str, ErasureStep]] = [
     ("run-log", runlog_erasure),
     ("threads", threads),
     ("exports", exports),
+    ("webhooks", webhooks_erasure),
     ("audit", _AuditStep),
 ]
 
@@ -185,6 +190,22 @@ def erasure_claim(erasure_id: uuid.UUID) -> ErasureRequest | None:
     return request
 
 
+def _erasure_told(done: ErasureRequest | None) -> dict[str, Any]:
+    if done is None:
+        return {}
+    counts = (done.receipt or {}).get("counts_by_kind", {})
+    return {
+        "kindmem.erasure.target_kind": done.target_kind,
+        "kindmem.erasure.status": done.status,
+        "kindmem.erasure.records": sum(counts.values()),
+    }
+
+
+@memory_operation(
+    "erasure",
+    before=lambda **_: {"gen_ai.operation.name": "delete_memory", "kindmem.memory.kind": "erasure"},
+    after=_erasure_told,
+)
 def erasure_run(*, erasure_id: uuid.UUID, limit: int | None = None) -> ErasureRequest | None:
     """Run (or resume) an erasure to the end. Safe to call twice, or concurrently."""
     limit = limit or batch_size()
@@ -256,5 +277,15 @@ def _erasure_finish(erasure_id: uuid.UUID) -> ErasureRequest:
     request.finished_at = now
     request.target_id = ""  # the receipt outlives the data and names no one
     request.save()
+    outbox_record(  # ids and counts only: the person is the one thing it may not name
+        tenant_id=request.tenant_id,
+        kind=EventKind.ERASURE_COMPLETED,
+        ordering_key=f"erasure:{request.id}",
+        data={
+            "erasure_id": str(request.id),
+            "target_kind": request.target_kind,
+            "counts_by_kind": request.receipt["counts_by_kind"],
+        },
+    )
     kindmem_services.holds_release(erasure_id=request.id)
     return request

@@ -82,6 +82,8 @@ from privacy.models import AccessRequest, ErasureRequest, RequestStatus
 from recall.erasure import conversations_of
 from recall.models import message_ref as message_ref_of
 from runlog.models import LogEntry
+from webhooks.models import EventKind
+from webhooks.outbox import About, outbox_record
 
 SCHEMA = "kindmem.subject-access-export/1"
 
@@ -461,13 +463,22 @@ def access_export_build(*, access_request_id: uuid.UUID) -> AccessRequest | None
     document, files = _in_one_snapshot(
         lambda: (access_export_document(target), memory_files_of(target))
     )
-    AccessRequest.objects.filter(pk=request.pk, status=RequestStatus.RUNNING).update(
-        export_json=document,
-        export_zip=access_export_zip(document, files),
-        status=RequestStatus.COMPLETED,
-        finished_at=timezone.now(),
-        error="",
-    )
+    with transaction.atomic():  # the export is ready, and said to be, together
+        finished = AccessRequest.objects.filter(pk=request.pk, status=RequestStatus.RUNNING).update(
+            export_json=document,
+            export_zip=access_export_zip(document, files),
+            status=RequestStatus.COMPLETED,
+            finished_at=timezone.now(),
+            error="",
+        )
+        if finished:
+            outbox_record(
+                tenant_id=request.tenant_id,
+                kind=EventKind.ACCESS_EXPORT_READY,
+                ordering_key=f"access_request:{request.pk}",
+                data={"access_request_id": str(request.pk), "subject_kind": target.kind},
+                about=lambda: About(personal={"subject_id": target.id}, subjects=[target.subject]),
+            )
     request.refresh_from_db()
     return request
 

@@ -16,6 +16,7 @@ from typing import Any
 from django.db import connection, transaction
 from pgvector.django import CosineDistance
 
+from api.tracing import memory_operation
 from embeddings.budget import embedding_pool
 from embeddings.hnsw import hnsw_settings
 from embeddings.providers import embed_query
@@ -119,6 +120,17 @@ def semantic_leg(
     return [(m, 1.0 - float(m.distance)) for m in rows]
 
 
+@memory_operation(
+    "recall",
+    before=lambda request: {
+        "gen_ai.operation.name": "search_memory",
+        "gen_ai.memory.scope": "conversation",
+        "kindmem.memory.kind": "message",
+        "kindmem.search.mode": request.mode,
+        "kindmem.search.top_k": request.top_k,
+    },
+    after=lambda hits: {"gen_ai.memory.search.result.count": len(hits)},
+)
 def recall_search(*, request: RecallQuery) -> list[RecallHit]:
     """The hits of one recall, best first (`list`: newest first), each with its neighbours.
 

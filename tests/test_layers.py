@@ -1,6 +1,7 @@
 """The house's one rule: imports run one way (DESIGN.md, Layout).
 
-    api, compiled, retrieval <- kindmem <- console <- embeddings, audit <- facts, recall, runlog
+    api, compiled, retrieval <- kindmem <- console <- embeddings, audit, webhooks <- facts,
+    recall, runlog
     <- approvals <- extraction <- privacy <- config
 
 Every import of every module of the apps is read from its source (function-level imports
@@ -23,6 +24,7 @@ FLOORS = {
     "console": 2,
     "embeddings": 3,
     "audit": 3,
+    "webhooks": 3,
     "facts": 4,
     "recall": 4,
     "runlog": 4,

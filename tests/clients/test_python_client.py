@@ -138,6 +138,9 @@ SAMPLES: dict[str, dict[str, Any]] = {
     "get_access_request": {"request_id": RUN},
     "download_access_export": {"request_id": RUN, "token": "t"},
     "list_audit": {"since_seq": 3},
+    "list_webhooks": {},
+    "create_webhook": {"url": "https://example.com/hook", "events": ["fact.changed"]},
+    "delete_webhook": {"endpoint_id": RUN},
 }
 
 

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from django.contrib.auth.models import Group
+from django.utils import timezone
 from rest_framework.test import APIClient
 
 from kindmem.models import User
@@ -16,6 +17,8 @@ from privacy.tasks import build_access_export
 from tests import factories
 from tests.approvals.conftest import declare, group_as_migrated, remember, reviewer_group
 from tests.privacy.conftest import plant_person
+from webhooks import services as webhook_services
+from webhooks.models import Delivery, DeliveryAttempt, EventKind
 
 
 @dataclass
@@ -71,6 +74,13 @@ def populate(api: APIClient, world: Any, marker: str) -> Populated:
         obj.save()
     world.agent.agent_id = f"bot-{marker}"
     declare(world.agent)
+    # a webhook endpoint, first: the writes below give it events and deliveries
+    endpoint = webhook_services.endpoint_register(
+        tenant_id=tenant.id,
+        url=f"https://1.1.1.1/hook-{marker}",
+        events=list(EventKind.values),
+        description=f"hook of {marker}",
+    )
     # facts, revisions, subjects, links, a conversation and messages, runs and threads, log
     planted = plant_person(world, f"p-{marker}", marker, facts=2, messages=3, entries=2)
     # approvals: one waiting, one decided
@@ -113,6 +123,17 @@ def populate(api: APIClient, world: Any, marker: str) -> Populated:
         subject_id=f"p-{marker}",
     )
     build_access_export(str(access.id), tenant_id=str(tenant.id))
+    delivery = Delivery.objects.filter(endpoint=endpoint).order_by("pk").first()
+    assert delivery is not None, "the writes above are announced to the endpoint"
+    DeliveryAttempt.objects.create(
+        tenant=tenant,
+        delivery=delivery,
+        number=1,
+        started_at=timezone.now(),
+        duration_ms=12,
+        status_code=500,
+        error=f"HTTP 500 from {marker}",
+    )
     staff = Staff(
         superuser=staff_create(world, marker, "superuser"),
         officer=staff_create(world, marker, "officer"),

@@ -28,6 +28,7 @@ from privacy import services as privacy_services
 from recall import services as recall_services
 from runlog.services import log_append
 from tests import factories
+from webhooks import services as webhook_services
 
 PRINCIPALS = ["admin", "user", "app", "run", "reviewer", "privacy", "none", "other"]
 METHODS = ("get", "post", "put", "patch", "delete")
@@ -65,6 +66,7 @@ class MatrixWorld:
     access_request_id: str
     download_token: str
     link_id: str
+    webhook_id: str
 
 
 def build_world() -> MatrixWorld:
@@ -118,6 +120,10 @@ def build_world() -> MatrixWorld:
     privacy_exports.access_export_build(access_request_id=access.id)
     access.refresh_from_db()
     elsewhere = factories.tenant_create()
+    # a public address, given as one (registering resolves the host and connects nowhere)
+    endpoint = webhook_services.endpoint_register(
+        tenant_id=tenant.id, url="https://1.1.1.1/hook", events=["fact.changed"]
+    )
     return MatrixWorld(
         credentials={
             "admin": factories.admin_key_create(tenant).headers,
@@ -139,6 +145,7 @@ def build_world() -> MatrixWorld:
         access_request_id=str(access.id),
         download_token=privacy_services.access_export_token(request=access),
         link_id=str(link.id),
+        webhook_id=str(endpoint.id),
     )
 
 
@@ -231,6 +238,15 @@ CALLS: dict[tuple[str, str], Call] = {
         None,
     ),
     ("v1/audit", "get"): lambda w: ("/v1/audit", None),
+    ("v1/webhooks", "get"): lambda w: ("/v1/webhooks", None),
+    ("v1/webhooks", "post"): lambda w: (
+        "/v1/webhooks",
+        {"url": "https://1.1.1.1/other", "events": ["approval.pending"]},
+    ),
+    ("v1/webhooks/<str:endpoint_id>", "delete"): lambda w: (
+        f"/v1/webhooks/{w.webhook_id}",
+        None,
+    ),
     ("v1/facts/search", "post"): lambda w: (
         "/v1/facts/search",
         {"mode": "keyword", "query": "a", "top_k": 5},
@@ -358,6 +374,9 @@ expect("v1/runs/<uuid:run_id>/log", "get",                 [200, 404, 200, 200, 
 expect("v1/runs/<uuid:run_id>/log", "post",                [201, 404, 201, 201, 404, 404, 401, 404])
 expect("v1/runs/<uuid:run_id>/log/verify", "get",          [200, 404, 200, 200, 404, 404, 401, 404])
 expect("v1/audit", "get",                                  [200, 403, 403, 403, 403, 403, 401, 200])
+expect("v1/webhooks", "get",                               [200, 403, 403, 403, 403, 403, 401, 200])
+expect("v1/webhooks", "post",                              [201, 403, 403, 403, 403, 403, 401, 201])
+expect("v1/webhooks/<str:endpoint_id>", "delete",          [204, 403, 403, 403, 403, 403, 401, 404])
 expect("v1/facts/search", "post",                          [200, 200, 200, 200, 200, 200, 401, 200])
 expect("v1/remember", "post",                              [403, 403, 403, 201, 403, 403, 401, 403])
 expect("v1/approvals", "get",                              [200, 403, 403, 403, 200, 403, 401, 200])

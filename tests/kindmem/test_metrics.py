@@ -131,6 +131,7 @@ def test_refresh_counts_the_review_queue_and_erasures_over_every_tenant(
     assert samples(text, "kindmem_review_oldest_pending_age_seconds")[()] >= 0
     assert samples(text, "kindmem_erasures_in_progress") == {(): 0.0}
     assert samples(text, "kindmem_state_refreshed_timestamp_seconds")[()] > 0
+    assert samples(text, "kindmem_webhook_deliveries")[(("status", "pending"),)] == 0.0
 
 
 def test_gunicorns_workers_counts_add_up_in_one_scrape(world, tmp_path) -> None:

@@ -1,13 +1,13 @@
 // `KindmemClient`: every /v1 route of kindmem, on `fetch`.
 //
 // One module per group of routes, as the Python client's (`runs.ts`, `facts.ts`,
-// `approvals.ts`, `conversations.ts`, `privacy.ts`, `audit.ts`): each is a class on the one
+// `approvals.ts`, `conversations.ts`, `privacy.ts`, `audit.ts`, `webhooks.ts`): each is a class on the one
 // before it, down to `Core` (`core.ts`), so the client holds every group's methods under one
 // name each, the Python client's names in camelCase. `OPERATIONS` (operations.ts) says which
 // method calls which route.
 
 import type { ClientOptions } from './core.js';
-import { Audit } from './audit.js';
+import { Webhooks } from './webhooks.js';
 
 /**
  * kindmem's REST API (`/v1`). `token` is an API key (`kmk_...`) or a run token (`kmr_...`);
@@ -17,7 +17,7 @@ import { Audit } from './audit.js';
  * after its `Retry-After` within `options.retry`; each attempt times out after
  * `options.timeoutMs`; every method takes `{ signal, timeoutMs }` last.
  */
-export class KindmemClient extends Audit {
+export class KindmemClient extends Webhooks {
   constructor(token?: string, options: ClientOptions = {}) {
     super(token, options);
   }

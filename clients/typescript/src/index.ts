@@ -12,4 +12,13 @@ export {
 } from './core.js';
 export * from './errors.js';
 export { ITERATORS, OPERATIONS } from './operations.js';
+export {
+  verifyWebhook,
+  WEBHOOK_TOLERANCE_SECONDS,
+  WebhookVerificationError,
+  type WebhookEndpoint,
+  type WebhookEndpointCreate,
+  type WebhookEndpointCreated,
+  type WebhookEndpointList,
+} from './webhooks.js';
 export type * from './types.js';

@@ -49,6 +49,9 @@ export const OPERATIONS: Readonly<Record<string, Method>> = {
   'GET /v1/subject-access-requests/{request_id}': 'getAccessRequest',
   'GET /v1/subject-access-requests/{request_id}/download': 'downloadAccessExport',
   'GET /v1/audit': 'listAudit',
+  'GET /v1/webhooks': 'listWebhooks',
+  'POST /v1/webhooks': 'createWebhook',
+  'DELETE /v1/webhooks/{endpoint_id}': 'deleteWebhook',
 };
 
 /** The pages above that have an iterator (an async generator) over every item. */

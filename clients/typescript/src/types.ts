@@ -6,7 +6,7 @@ import type { components, paths } from './schema.js';
 
 export type { components, operations, paths } from './schema.js';
 
-type Schemas = components['schemas'];
+export type Schemas = components['schemas'];
 type Method = 'get' | 'post' | 'patch' | 'delete';
 type Route<P extends keyof paths, M extends Method> = NonNullable<paths[P][M]>;
 

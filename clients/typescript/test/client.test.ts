@@ -68,6 +68,9 @@ const SAMPLES: Record<string, unknown[]> = {
   getAccessRequest: [RUN],
   downloadAccessExport: [RUN, { token: 't' }],
   listAudit: [{ since_seq: 3 }],
+  listWebhooks: [],
+  createWebhook: [{ url: 'https://example.com/hook', events: ['fact.changed'] }],
+  deleteWebhook: [RUN],
 };
 
 function client(fetch: typeof globalThis.fetch, sleeps: number[] = []) {

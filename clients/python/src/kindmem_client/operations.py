@@ -46,6 +46,9 @@ OPERATIONS: dict[tuple[str, str], str] = {
     ("GET", "/v1/subject-access-requests/{request_id}"): "get_access_request",
     ("GET", "/v1/subject-access-requests/{request_id}/download"): "download_access_export",
     ("GET", "/v1/audit"): "list_audit",
+    ("GET", "/v1/webhooks"): "list_webhooks",
+    ("POST", "/v1/webhooks"): "create_webhook",
+    ("DELETE", "/v1/webhooks/{endpoint_id}"): "delete_webhook",
 }
 
 # The pages above that have an iterator over every item.

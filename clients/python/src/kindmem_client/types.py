@@ -31,6 +31,7 @@ __all__ = [
     "ErasurePreview",
     "ErasurePreviewInput",
     "Error",
+    "EventsEnum",
     "Extract",
     "ExtractOutputOutcomeEnum",
     "ExtractionCapability",
@@ -113,6 +114,10 @@ __all__ = [
     "SubjectKindEnum",
     "TargetKindEnum",
     "TrustEnum",
+    "WebhookEndpoint",
+    "WebhookEndpointCreateInput",
+    "WebhookEndpointCreated",
+    "WebhookEndpointList",
     "WhoAmI",
 ]
 
@@ -332,6 +337,16 @@ class Error(TypedDict):
     code: str
     message: str
     details: Any
+
+
+EventsEnum = Literal[
+    "approval.pending",
+    "approval.decided",
+    "erasure.completed",
+    "access_export.ready",
+    "extraction.applied",
+    "fact.changed",
+]
 
 
 class Extract(TypedDict):
@@ -944,6 +959,41 @@ TargetKindEnum = Literal["participant", "user", "external", "conversation"]
 
 
 TrustEnum = Literal["verified", "asserted", "unverified"]
+
+
+class WebhookEndpoint(TypedDict):
+    id: str
+    url: str
+    events: list[str]
+    include_content: bool
+    enabled: bool
+    description: str
+    created_at: str
+
+
+class WebhookEndpointCreateInput(TypedDict):
+    """Rejects fields it does not declare, naming them: a typo is an error, not a no-op."""
+
+    url: str
+    events: list[EventsEnum]
+    include_content: NotRequired[bool]
+    enabled: NotRequired[bool]
+    description: NotRequired[str]
+
+
+class WebhookEndpointCreated(TypedDict):
+    id: str
+    url: str
+    events: list[str]
+    include_content: bool
+    enabled: bool
+    description: str
+    created_at: str
+    secret: str
+
+
+class WebhookEndpointList(TypedDict):
+    endpoints: list[WebhookEndpoint]
 
 
 class WhoAmI(TypedDict):

@@ -17,10 +17,17 @@ from kindmem_client._async.conversations import AsyncConversations
 from kindmem_client._async.facts import AsyncFacts
 from kindmem_client._async.privacy import AsyncPrivacy
 from kindmem_client._async.runs import AsyncRuns
+from kindmem_client._async.webhooks import AsyncWebhooks
 
 
 class AsyncClient(
-    AsyncRuns, AsyncFacts, AsyncApprovals, AsyncConversations, AsyncPrivacy, AsyncAudit
+    AsyncRuns,
+    AsyncFacts,
+    AsyncApprovals,
+    AsyncConversations,
+    AsyncPrivacy,
+    AsyncAudit,
+    AsyncWebhooks,
 ):
     """kindmem's REST API (`/v1`), asynchronously.
 

@@ -14,9 +14,18 @@ from kindmem_client._sync.conversations import Conversations
 from kindmem_client._sync.facts import Facts
 from kindmem_client._sync.privacy import Privacy
 from kindmem_client._sync.runs import Runs
+from kindmem_client._sync.webhooks import Webhooks
 
 
-class Client(Runs, Facts, Approvals, Conversations, Privacy, Audit):
+class Client(
+    Runs,
+    Facts,
+    Approvals,
+    Conversations,
+    Privacy,
+    Audit,
+    Webhooks,
+):
     """kindmem's REST API (`/v1`).
 
     `token` is an API key (`kmk_...`) or a run token (`kmr_...`); `base_url` the server. Either
