@@ -36,11 +36,12 @@ django_app = get_asgi_application()
 # pgvector 0.8, or as a login that row security does not confine.
 from django.conf import settings  # noqa: E402
 
+from api.errors import error_body  # noqa: E402
 from config.admission import Admission, admitting  # noqa: E402
 from config.collector import tune_for_serving  # noqa: E402
 from config.durability import assert_confined_login, assert_durable_database  # noqa: E402
 from config.mcp_server import MCP_PATH, mcp_app  # noqa: E402
-from config.request_bodies import body_limited  # noqa: E402
+from config.request_bodies import BodyRefused, answer_refusal, body_limited  # noqa: E402
 
 
 def _refuse_unsafe_database() -> None:
@@ -90,6 +91,24 @@ async def route(scope: Scope, receive: Receive, send: Send) -> None:
 # a slow body holds no in-flight slot. Past KINDMEM_MAX_IN_FLIGHT requests at once, the next is
 # answered 503 (config/admission.py). The MCP server reads its own bodies and admits its own
 # requests, once their credential is checked.
+async def route_mcp_only(scope: Scope, receive: Receive, send: Send) -> None:
+    if scope["type"] == "lifespan" or is_mcp(scope):
+        await mcp(scope, receive, send)
+    else:
+        await answer_refusal(send, NOT_ON_THIS_PORT)
+
+
+NOT_ON_THIS_PORT = BodyRefused(
+    404,
+    error_body(
+        "not-found", "This port serves the MCP server at /mcp only; the API is on the web's."
+    ),
+)
+
+# The MCP server's own port (config/mcp_serve.py): /mcp alone, so the API and the console are
+# reached only through the web's server and its hardening (config/gunicorn_conf.py).
+mcp_application = route_mcp_only
+
 application = body_limited(
     admitting(route, admission=admission, exempt=is_mcp),
     limit=settings.DATA_UPLOAD_MAX_MEMORY_SIZE,

@@ -29,7 +29,6 @@ fails there, not in production.
 from __future__ import annotations
 
 import gc
-import json
 import logging
 import os
 import socket
@@ -40,6 +39,8 @@ from typing import Any
 from gunicorn import util
 from gunicorn.asgi import protocol as asgi_protocol
 from gunicorn.workers import gasgi
+
+from config.raw_errors import json_error
 
 logger = logging.getLogger(__name__)
 
@@ -55,33 +56,6 @@ timeout = 30
 limit_request_line = 4094
 limit_request_fields = 100
 limit_request_field_size = 8190
-
-# Codes as in api/errors.py; any other 4xx gunicorn answers is a malformed request.
-CODES = {
-    403: "forbidden",
-    414: "uri-too-long",
-    431: "headers-too-large",
-    500: "persistence-error",
-    501: "not-implemented",
-}
-
-
-def json_error(status_int: int, reason: str, mesg: str, extra: str = "") -> bytes:
-    """A whole HTTP/1.1 answer of `status_int` in the error shape (`extra`: header lines)."""
-    code = CODES.get(status_int, "validation-error")
-    message = mesg or (
-        "The server failed to complete the request." if status_int >= 500 else reason
-    )
-    body = json.dumps({"code": code, "message": message, "details": None}).encode()
-    head = (
-        f"HTTP/1.1 {status_int} {reason}\r\n"
-        "Connection: close\r\n"
-        "Content-Type: application/json\r\n"
-        f"Content-Length: {len(body)}\r\n"
-        f"{extra}"
-        "\r\n"
-    )
-    return head.encode("latin-1") + body
 
 
 def write_json_error(sock: socket.socket, status_int: int, reason: str, mesg: str) -> None:

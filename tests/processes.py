@@ -130,6 +130,24 @@ def asgi_server(env: dict[str, str] | None = None) -> Iterator[str]:
 
 
 @contextmanager
+def mcp_server(env: dict[str, str] | None = None) -> Iterator[str]:
+    """The MCP server's process as `kindmem run` starts it (config/mcp_serve.py: uvicorn with a
+    head deadline, serving /mcp alone), on the test database and a free port: its base URL."""
+    port = free_port()
+    server = subprocess.Popen(
+        [sys.executable, "-m", "config.mcp_serve", "--host", "127.0.0.1", "--port", str(port)],
+        env={**os.environ, **database_env(), **_web_env(), **(env or {})},
+        cwd=settings.BASE_DIR,
+    )
+    try:
+        wait_until_serving(server, port)
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.send_signal(signal.SIGTERM)
+        server.wait(timeout=30)
+
+
+@contextmanager
 def web_server(*args: str, env: dict[str, str] | None = None) -> Iterator[str]:
     """kindmem's web process as production starts it (gunicorn's asgi workers with
     config/gunicorn_conf.py, serving config.asgi),

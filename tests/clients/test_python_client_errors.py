@@ -38,7 +38,7 @@ def server_codes() -> set[str]:
     from rest_framework import exceptions as drf
 
     from api import errors as server
-    from config.gunicorn_conf import CODES as GUNICORN
+    from config.raw_errors import CODES as GUNICORN
 
     codes: set[str] = set()
     stack = [server.KindmemError]

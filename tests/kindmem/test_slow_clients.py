@@ -1,7 +1,8 @@
 """No client can pin a worker: slow request heads, made-up and missing credentials at /mcp, and
 a credential's own event streams, against real servers started as `kindmem run` starts them
-(gunicorn's asgi workers for the API and the console, config/gunicorn_conf.py; uvicorn for the
-MCP server), while a valid request still answers within a second (config/mcp_server.py)."""
+(gunicorn's asgi workers for the API and the console, config/gunicorn_conf.py; uvicorn with a
+head deadline for the MCP server, config/mcp_serve.py), while a valid request still answers
+within a second (config/mcp_server.py)."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ import pytest
 
 from api.bearer import API_KEY_MARKER, PREFIX_LENGTH, SECRET_LENGTH
 from tests import factories
-from tests.processes import asgi_server, web_server
+from tests.processes import mcp_server, web_server
 
 pytestmark = pytest.mark.slow
 
@@ -43,7 +44,7 @@ def address(base: str) -> tuple[str, int]:
 def servers(env: dict[str, str] | None = None) -> Iterator[Servers]:
     tenant = factories.tenant_create()
     key = factories.admin_key_create(tenant).token
-    with web_server(env=env) as rest, asgi_server(env=env) as mcp:
+    with web_server(env=env) as rest, mcp_server(env=env) as mcp:
         yield Servers(address(rest), address(mcp), rest, mcp, key)
 
 
@@ -226,3 +227,30 @@ def test_a_request_head_that_never_ends_is_closed_408_and_a_whole_one_is_served(
         status, body = read_answer(whole)
         assert status == 401
         assert json.loads(body)["code"] == "unauthenticated"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_mcp_port_serves_mcp_alone_and_bounds_and_shapes_what_its_server_refuses() -> None:
+    env = {"KINDMEM_HEAD_TIMEOUT_SECONDS": "2"}
+    with servers(env) as s:
+        # given: the MCP server's port, as `kindmem run` starts it
+        # when: the API is asked for there, then it is not served (404 in the error shape)
+        me = httpx.get(f"{s.mcp_url}/v1/me", headers={"Authorization": f"Bearer {s.key}"})
+        assert me.status_code == 404
+        assert me.json()["code"] == "not-found"
+        # when: a client trickles its head a header at a time, never ending it
+        started = time.monotonic()
+        slow = open_raw(s.mcp, b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n")
+        time.sleep(1)
+        slow.sendall(b"X-One: 1\r\n")
+        status, body = read_answer(slow)
+        # then: it is answered 408 in the error shape and closed, about 2 s after it connected
+        assert status == 408
+        assert json.loads(body)["code"] == "validation-error"
+        assert time.monotonic() - started < 6
+        # and a head that is not HTTP is answered 400 in the error shape, not in text
+        status, body = read_answer(open_raw(s.mcp, b"NOT HTTP AT ALL\r\n\r\n"))
+        assert status == 400
+        assert set(json.loads(body)) == {"code", "message", "details"}
+        # and a valid tool call is served meanwhile
+        assert max(timed_valid_requests(s)) < 1.0

@@ -189,9 +189,9 @@ class Command(BaseCommand):
         # one worker per broker here: nothing to synchronise with (mingle) or gossip to
         worker += ["--without-mingle", "--without-gossip"]
         beat = [*celery, "beat", "--loglevel", level]
-        # The ASGI app (config/asgi.py): the MCP server at /mcp, beside the same Django app, on
-        # a port of its own (its clients hold longer requests; see config/mcp_server.py).
-        mcp = [python, "-m", "uvicorn", "config.asgi:application", "--host", host]
+        # The MCP server at /mcp alone, on a port of its own (its clients hold longer requests;
+        # config/mcp_server.py), under uvicorn with a head deadline (config/mcp_serve.py).
+        mcp = [python, "-m", "config.mcp_serve", "--host", host]
         mcp += ["--port", str(mcp_port), "--workers", str(settings.MCP_WORKERS)]
         # each kind of process names itself to PostgreSQL (pg_stat_activity.application_name)
         web_env = {**env, "KINDMEM_APPLICATION_NAME": "kindmem-web"}
