@@ -13,6 +13,7 @@ agent's write that must wait never lands unseen.
 from __future__ import annotations
 
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -83,8 +84,12 @@ class ReviewNeeded:
 
 
 class AgentWriteReview(Protocol):
-    def needed(self, principal: Principal, fact: Fact, content: Any) -> ReviewNeeded:
-        """Whether `principal`'s write of `content` into `fact` waits for a person."""
+    def needed(
+        self, principal: Principal, fact: Fact, content: Any, *, beside: Sequence[Any] = ()
+    ) -> ReviewNeeded:
+        """Whether `principal`'s write of `content` into `fact` waits for a person; `beside`
+        are what else the write says that readers are shown (its source, its step and tool call
+        ids), read as the content is."""
         ...
 
     def open(self, *, principal: Principal, revision: Revision, needed: ReviewNeeded) -> uuid.UUID:
