@@ -23,12 +23,19 @@ from kindmem.access import Principal
 
 class AgentWriteReviewer:
     def needed(
-        self, principal: Principal, fact: Fact, content: Any, *, beside: Sequence[Any] = ()
+        self,
+        principal: Principal,
+        fact: Fact,
+        content: Any,
+        *,
+        beside: Sequence[Any] = (),
+        identifiers: Sequence[str | None] = (),
     ) -> ReviewNeeded:
         return gate.write_gate(
             principal=principal,
             content=content,
             labels=[fact.key or "", *fact.tags, *beside],
+            identifiers=identifiers,
             wide_scope=is_wide(fact),
         )
 

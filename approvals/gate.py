@@ -28,13 +28,16 @@ def write_gate(
     principal: Principal,
     content: Any,
     labels: Sequence[Any] = (),
+    identifiers: Sequence[str | None] = (),
     wide_scope: bool,
     also: Sequence[str] = (),
 ) -> ReviewNeeded:
     """Whether `principal`'s write of `content` waits for a person, and why. `labels` are read
     beside the content (a slot key, tags); `wide_scope` is the declaration's or the fact's
     reach; `also` are reasons a caller adds (extraction's), never taking one away. A label
-    that is not text (a source object) is read as content is, every key and value."""
+    that is not text (a source object) is read as content is, every key and value;
+    `identifiers` (a run step's and a tool call's ids, shown to readers with the fact) are read
+    by every rule but the imperative one (`call_8f2a` is an id, not an order)."""
     run = principal.run
     if principal.kind != PrincipalKind.RUN or run is None:
         return ReviewNeeded()
@@ -50,6 +53,7 @@ def write_gate(
         ),
         tool_names=tools,
     )
-    reasons = reasons_of([*shown, *beside], wide_scope=wide_scope)
+    ids = detect("\n".join(i for i in identifiers if i), tool_names=tools, imperatives=False)
+    reasons = reasons_of([*shown, *beside, *ids], wide_scope=wide_scope)
     reasons += [r for r in also if r not in reasons]
     return ReviewNeeded(reasons, shown)

@@ -153,7 +153,8 @@ def memory_remember(
     needed = gate.write_gate(
         principal=principal,
         content=content,
-        labels=[source, step_id, tool_call_id],
+        labels=[source],
+        identifiers=[step_id, tool_call_id],
         wide_scope=declaration.is_wide,
         also=review_reasons,
     )

@@ -245,12 +245,18 @@ def _decoded(token: str) -> str | None:
 
 
 def detect(
-    text: str, *, tool_names: list[str] | tuple[str, ...] = (), encoded: bool = True
+    text: str,
+    *,
+    tool_names: list[str] | tuple[str, ...] = (),
+    encoded: bool = True,
+    imperatives: bool = True,
 ) -> list[Finding]:
     """Every finding in `text`, in order of position. Empty: nothing reads like an instruction
     and nothing is hidden. The instruction rules read the folded text (`fold`); each span is
     the original text's. With `encoded`, a base64 run whose decoded text reads like an
-    instruction is one too (decoded once: an encoding of an encoding is not unwrapped)."""
+    instruction is one too (decoded once: an encoding of an encoding is not unwrapped). Without
+    `imperatives`, a verb starting the text is not a finding: an identifier (`call_8f2a`, a tool
+    call's id) starts with one as often as not."""
     findings: list[Finding] = []
     folded, origin = fold(text)
 
@@ -262,7 +268,7 @@ def detect(
             first, last = origin[start], origin[end - 1] + 1
             findings.append(Finding(INSTRUCTION_LIKE, rule, first, last, text[first:last]))
 
-    for match in _IMPERATIVE.finditer(folded):
+    for match in _IMPERATIVE.finditer(folded) if imperatives else ():
         if _starts_sentence(folded, match.start()):
             found("imperative", *match.span())
     for rule, pattern in _RULES:

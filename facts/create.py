@@ -217,7 +217,8 @@ def _write_new_fact(
         principal,
         fact,
         draft.content,
-        beside=(draft.source, draft.step_id, draft.tool_call_id),
+        beside=(draft.source,),
+        identifiers=(draft.step_id, draft.tool_call_id),
     )
     written = write_revision(
         fact=fact,

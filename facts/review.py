@@ -85,11 +85,17 @@ class ReviewNeeded:
 
 class AgentWriteReview(Protocol):
     def needed(
-        self, principal: Principal, fact: Fact, content: Any, *, beside: Sequence[Any] = ()
+        self,
+        principal: Principal,
+        fact: Fact,
+        content: Any,
+        *,
+        beside: Sequence[Any] = (),
+        identifiers: Sequence[str | None] = (),
     ) -> ReviewNeeded:
         """Whether `principal`'s write of `content` into `fact` waits for a person; `beside`
-        are what else the write says that readers are shown (its source, its step and tool call
-        ids), read as the content is."""
+        is what else the write says that readers are shown (its source), read as the content
+        is, and `identifiers` its run step's and tool call's ids."""
         ...
 
     def open(self, *, principal: Principal, revision: Revision, needed: ReviewNeeded) -> uuid.UUID:

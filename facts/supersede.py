@@ -140,7 +140,7 @@ def fact_supersede(
         return WriteResult(current, Outcome.UNCHANGED)
     new_tags = _with_new_tags(fact, tags)
     detected = agent_write_review().needed(
-        principal, fact, content, beside=(source, step_id, tool_call_id)
+        principal, fact, content, beside=(source,), identifiers=(step_id, tool_call_id)
     )
     needed = _with_overwrite(detected, principal, current)
     waits = bool(needed)

@@ -119,7 +119,8 @@ def seen(monkeypatch: pytest.MonkeyPatch) -> Seen:
     calls = Seen([])
 
     def spy(**kwargs: Any) -> Any:
-        calls.contents.append([kwargs["content"], list(kwargs.get("labels", ()))])
+        beside = [*kwargs.get("labels", ()), *kwargs.get("identifiers", ())]
+        calls.contents.append([kwargs["content"], beside])
         return real(**kwargs)
 
     monkeypatch.setattr(gate, "write_gate", spy)
