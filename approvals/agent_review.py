@@ -10,6 +10,7 @@ asserts what it writes.
 from __future__ import annotations
 
 import uuid
+from collections.abc import Sequence
 from typing import Any
 
 from approvals import gate
@@ -21,11 +22,20 @@ from kindmem.access import Principal
 
 
 class AgentWriteReviewer:
-    def needed(self, principal: Principal, fact: Fact, content: Any) -> ReviewNeeded:
+    def needed(
+        self,
+        principal: Principal,
+        fact: Fact,
+        content: Any,
+        *,
+        beside: Sequence[Any] = (),
+        identifiers: Sequence[str | None] = (),
+    ) -> ReviewNeeded:
         return gate.write_gate(
             principal=principal,
             content=content,
-            labels=[fact.key or "", *fact.tags],
+            labels=[fact.key or "", *fact.tags, *beside],
+            identifiers=identifiers,
             wide_scope=is_wide(fact),
         )
 

@@ -27,20 +27,33 @@ def write_gate(
     *,
     principal: Principal,
     content: Any,
-    labels: Sequence[str] = (),
+    labels: Sequence[Any] = (),
+    identifiers: Sequence[str | None] = (),
     wide_scope: bool,
     also: Sequence[str] = (),
 ) -> ReviewNeeded:
     """Whether `principal`'s write of `content` waits for a person, and why. `labels` are read
     beside the content (a slot key, tags); `wide_scope` is the declaration's or the fact's
-    reach; `also` are reasons a caller adds (extraction's), never taking one away."""
+    reach; `also` are reasons a caller adds (extraction's), never taking one away. A label
+    that is not text (a source object) is read as content is, every key and value;
+    `identifiers` (a run step's and a tool call's ids, shown to readers with the fact) are read
+    by every rule but the imperative one (`call_8f2a` is an id, not an order)."""
     run = principal.run
     if principal.kind != PrincipalKind.RUN or run is None:
         return ReviewNeeded()
     tools = [t for t in run.agent.tools if isinstance(t, str)]
     shown = detect(review_text(content), tool_names=tools)
-    # the slot key and tags fire a reason, with no span in the text the reviewer reads
-    beside = detect("\n".join(labels), tool_names=tools)
-    reasons = reasons_of([*shown, *beside], wide_scope=wide_scope)
+    # the slot key, tags, source and run step ids fire a reason, with no span in the text
+    # the reviewer reads
+    beside = detect(
+        "\n".join(
+            label if isinstance(label, str) else review_text(label)
+            for label in labels
+            if label is not None and label != ""
+        ),
+        tool_names=tools,
+    )
+    ids = detect("\n".join(i for i in identifiers if i), tool_names=tools, imperatives=False)
+    reasons = reasons_of([*shown, *beside, *ids], wide_scope=wide_scope)
     reasons += [r for r in also if r not in reasons]
     return ReviewNeeded(reasons, shown)

@@ -164,7 +164,12 @@ def memory_remember(
     if key is not None:
         content["key"] = key
     needed = gate.write_gate(
-        principal=principal, content=content, wide_scope=declaration.is_wide, also=review_reasons
+        principal=principal,
+        content=content,
+        labels=[source],
+        identifiers=[step_id, tool_call_id],
+        wide_scope=declaration.is_wide,
+        also=review_reasons,
     )
     reasons, findings = needed.reasons, needed.findings
     check_content(

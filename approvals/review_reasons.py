@@ -24,6 +24,8 @@ original text's.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import functools
 import re
 import unicodedata
@@ -41,10 +43,15 @@ _IMPERATIVES = (
     r"act\s+as|respond|reply|answer|say|tell|send|call|visit|click|execute|"
     r"remember\s+to|make\s+sure|be\s+sure|from\s+now\s+on|note\s+to\s+self"
 )
-_SENTENCE_START = r"(?:^|(?<=[.!?;:\n])|(?<=[.!?;:]\s)|(?<=\n\s)|(?<=^\s)|(?<=[-*•]\s))\s*"
+# Where a sentence may start: the text's start, after a sentence's end (. ! ? ; : or a line
+# break, with any space between), or after a list bullet. Decided per imperative word by looking
+# back over the space before it (`_starts_sentence`): a regex lookbehind followed by `\s*` would
+# rescan a run of line breaks from each of them (quadratic: 8,000 newlines took 10 s).
+_SENTENCE_ENDS = ".!?;:\n"
+_BULLETS = "-*•"
+_IMPERATIVE = re.compile(rf"\b(?:{_IMPERATIVES})\b", re.IGNORECASE)
 
 _RULES: list[tuple[str, re.Pattern[str]]] = [
-    ("imperative", re.compile(_SENTENCE_START + rf"\b(?:{_IMPERATIVES})\b", re.IGNORECASE)),
     ("from-now-on", re.compile(r"\bfrom\s+now\s+on\b|\bgoing\s+forward\b", re.IGNORECASE)),
     (
         "override-instructions",
@@ -63,8 +70,8 @@ _RULES: list[tuple[str, re.Pattern[str]]] = [
             r"|\b(?:prior|previous|above|earlier|original)\s+instructions?\b"
             r"|\bas\s+an\s+(?:ai|assistant|llm|language\s+model)\b"
             r"|\bjailbreak\w*\b|\bprompt\s+injection\b"
-            r"|(?:^|\n)\s*(?:system|assistant|user|developer)\s*:"
-            r"|<\|[a-z_]+\|>|\[/?INST\]|<<\s*SYS\s*>>",
+            r"|(?:^|\n)[ \t]*(?:system|assistant|user|developer)[ \t]*:"
+            r"|<\|[a-z_ ]+\|>|\[/?INST\]|<<\s*SYS\s*>>",
             re.IGNORECASE,
         ),
     ),
@@ -104,8 +111,14 @@ def _controls(text: str) -> list[Finding]:
     return out
 
 
-# A letter's own name: "CYRILLIC CAPITAL LETTER BYELORUSSIAN-UKRAINIAN I" names an "I".
+# A letter's own name: "CYRILLIC CAPITAL LETTER BYELORUSSIAN-UKRAINIAN I" names an "I";
+# "LATIN LETTER SMALL CAPITAL G" (small capitals, which TR39 folds to no ASCII letter) a "g".
 _LETTER_NAME = re.compile(r"\b(CAPITAL|SMALL) LETTER (?:.* )?([A-Z])$")
+_SMALL_CAPITAL = re.compile(r"\bLETTER SMALL CAPITAL ([A-Z])$")
+# Breaks a model reads as a line's or a sentence's end, folded to the ASCII one: the line and
+# paragraph separators, NEL, and the full stops of other scripts (ideographic, Arabic, Devanagari)
+_LINE_BREAKS = {"\u2028", "\u2029", "\x85", "\x0b", "\x0c"}
+_FULL_STOPS = {"\u3002", "\u06d4", "\u0964", "\u0965", "\u061f", "\u203c", "\u2047"}
 
 
 @functools.lru_cache(maxsize=4096)
@@ -113,20 +126,35 @@ def _fold_char(char: str) -> str:
     """What a reader (or a model) takes `char` for, in ASCII where it imitates ASCII: its
     compatibility decomposition without combining marks, each remaining non-ASCII letter
     folded to the ASCII look-alike TR39's confusables list for it."""
+    if char in _LINE_BREAKS:
+        return "\n"
     out = []
     for part in unicodedata.normalize("NFKD", char):
         if part.isascii():
             out.append(part)
+            continue
+        if part in _FULL_STOPS:
+            out.append(".")
             continue
         if unicodedata.category(part) in ("Mn", "Me"):
             continue
         looks_like = [
             h["c"] for h in confusables_data.get(part, ()) if h["c"].isascii() and h["c"].isalnum()
         ]
-        named = _LETTER_NAME.search(unicodedata.name(part, ""))
-        if looks_like and named and looks_like[0] == "l" and named.group(2) == "I":
-            # TR39's prototype of every I-like letter is "l", which would hide "Ignore"
-            out.append("I" if named.group(1) == "CAPITAL" else "i")
+        name = unicodedata.name(part, "")
+        named = _LETTER_NAME.search(name)
+        small_capital = _SMALL_CAPITAL.search(name)
+        if (
+            looks_like
+            and looks_like[0] == "l"
+            and ((named and named.group(2) == "I") or (part.isupper() and not named))
+        ):
+            # TR39's prototype of every I-like letter is "l", which would hide "Ignore": a
+            # letter named I, or a capital of a script that names no Latin letter (Cherokee's
+            # QUA, Lisu's), is read as the I it imitates
+            out.append("i" if named and named.group(1) == "SMALL" else "I")
+        elif small_capital:
+            out.append(small_capital.group(1).lower())
         else:
             out.append(looks_like[0] if looks_like else part)
     return "".join(out)
@@ -139,21 +167,96 @@ def fold(text: str) -> tuple[str, list[int]]:
     origin: list[int] = []
     for index, char in enumerate(text):
         if char.isascii() and char.isprintable():
-            folded.append(char)
-            origin.append(index)
+            parts = char
+        elif _HIDDEN.fullmatch(char):
             continue
-        if _HIDDEN.fullmatch(char):
-            continue
-        for part in _fold_char(char):
+        else:
+            parts = _fold_char(char)
+        for part in parts:
+            if part == "_":
+                # an identifier's words (`ignore_previous_instructions`, a content key) read
+                # as the words they spell
+                part = " "
+            elif part.isupper() and folded and folded[-1].islower():
+                # and a camelCase one's (`IgnorePreviousInstructions`)
+                folded.append(" ")
+                origin.append(index)
             folded.append(part)
             origin.append(index)
     return "".join(folded), origin
 
 
-def detect(text: str, *, tool_names: list[str] | tuple[str, ...] = ()) -> list[Finding]:
+def _starts_sentence(folded: str, start: int) -> bool:
+    """Whether the word at `start` begins a sentence or a line (`_SENTENCE_ENDS`): only space,
+    then the text's start, a sentence's end or a bullet that itself starts one, lie before it."""
+    at = start - 1
+    while at >= 0 and folded[at].isspace():
+        if folded[at] == "\n":
+            return True
+        at -= 1
+    if at < 0 or folded[at] in _SENTENCE_ENDS:
+        return True
+    if folded[at] in _BULLETS and at < start - 1:
+        before = at - 1
+        return before < 0 or folded[before].isspace() or folded[before] in _SENTENCE_ENDS
+    return False
+
+
+# A word that mixes Latin letters with letters of another script (`ᏆGNORE`, Cherokee and
+# Latin; `paypal` with a Cyrillic a) spells one thing to the eye and another to a filter:
+# whatever TR39's table misses, a reviewer should see it. Scripts whose words take Latin
+# letters beside their own in ordinary writing are not counted.
+_WORD = re.compile(r"[^\W\d_]{2,}")
+_MIXES_WITH_LATIN = {"CJK", "HIRAGANA", "KATAKANA", "HANGUL", "FULLWIDTH", "HALFWIDTH"}
+
+
+@functools.lru_cache(maxsize=4096)
+def _script(char: str) -> str:
+    """A letter's script, as its Unicode name begins ("LATIN", "CYRILLIC", "CHEROKEE")."""
+    return unicodedata.name(char, "").partition(" ")[0]
+
+
+def _mixed_scripts(text: str) -> list[Finding]:
+    out = []
+    for match in _WORD.finditer(text):
+        word = match.group()
+        if word.isascii():
+            continue
+        scripts = {_script(c) for c in word if unicodedata.category(c).startswith("L")}
+        if "LATIN" in scripts and scripts - {"LATIN"} - _MIXES_WITH_LATIN:
+            out.append(Finding(HIDDEN_CHARACTERS, "mixed-script", match.start(), match.end(), word))
+    return out
+
+
+# A run of base64 long enough to carry a sentence: decoded, its text is read by the same rules
+_BASE64 = re.compile(r"(?<![A-Za-z0-9+/=_-])[A-Za-z0-9+/_-]{16,}={0,2}(?![A-Za-z0-9+/=_-])")
+
+
+def _decoded(token: str) -> str | None:
+    """The text a base64 (or base64url) `token` encodes, when it encodes text at all."""
+    padded = token + "=" * (-len(token) % 4)
+    try:
+        raw = base64.b64decode(padded.replace("-", "+").replace("_", "/"), validate=True)
+        text = raw.decode("utf-8")
+    except (binascii.Error, UnicodeDecodeError, ValueError):
+        return None
+    printable = sum(c.isprintable() or c.isspace() for c in text)
+    return text if text and printable >= 0.9 * len(text) else None
+
+
+def detect(
+    text: str,
+    *,
+    tool_names: list[str] | tuple[str, ...] = (),
+    encoded: bool = True,
+    imperatives: bool = True,
+) -> list[Finding]:
     """Every finding in `text`, in order of position. Empty: nothing reads like an instruction
     and nothing is hidden. The instruction rules read the folded text (`fold`); each span is
-    the original text's."""
+    the original text's. With `encoded`, a base64 run whose decoded text reads like an
+    instruction is one too (decoded once: an encoding of an encoding is not unwrapped). Without
+    `imperatives`, a verb starting the text is not a finding: an identifier (`call_8f2a`, a tool
+    call's id) starts with one as often as not."""
     findings: list[Finding] = []
     folded, origin = fold(text)
 
@@ -165,6 +268,9 @@ def detect(text: str, *, tool_names: list[str] | tuple[str, ...] = ()) -> list[F
             first, last = origin[start], origin[end - 1] + 1
             findings.append(Finding(INSTRUCTION_LIKE, rule, first, last, text[first:last]))
 
+    for match in _IMPERATIVE.finditer(folded) if imperatives else ():
+        if _starts_sentence(folded, match.start()):
+            found("imperative", *match.span())
     for rule, pattern in _RULES:
         for match in pattern.finditer(folded):
             found(rule, *match.span())
@@ -176,11 +282,22 @@ def detect(text: str, *, tool_names: list[str] | tuple[str, ...] = ()) -> list[F
         )
         for match in pattern.finditer(folded):
             found("tool-name", *match.span())
+    if encoded:
+        for match in _BASE64.finditer(text):
+            decoded = _decoded(match.group())
+            if decoded is not None and any(
+                f.reason == INSTRUCTION_LIKE
+                for f in detect(decoded, tool_names=tool_names, encoded=False)
+            ):
+                findings.append(
+                    Finding(INSTRUCTION_LIKE, "encoded", match.start(), match.end(), match.group())
+                )
     findings.extend(
         Finding(HIDDEN_CHARACTERS, "invisible", m.start(), m.end(), m.group())
         for m in _HIDDEN.finditer(text)
     )
     findings.extend(_controls(text))
+    findings.extend(_mixed_scripts(text))
     return sorted(findings, key=lambda f: (f.start, f.end, f.rule))
 
 

@@ -213,7 +213,13 @@ def _write_new_fact(
     )
     now = timezone.now()
     fact.created_at = now
-    needed = agent_write_review().needed(principal, fact, draft.content)
+    needed = agent_write_review().needed(
+        principal,
+        fact,
+        draft.content,
+        beside=(draft.source,),
+        identifiers=(draft.step_id, draft.tool_call_id),
+    )
     written = write_revision(
         fact=fact,
         version=1,

@@ -16,6 +16,7 @@ from api.errors import FactNotFound, InvalidFact
 from facts.agent_writes import check_run_may_alter
 from facts.models import Link, Revision
 from facts.provenance import attribution_of
+from facts.review import HIDDEN_CHARACTERS, INSTRUCTION_LIKE, agent_write_review
 from facts.revisions import lock_current
 from kindmem.access import Principal, Readers, readers_for
 
@@ -57,6 +58,7 @@ def link_create(
     if confidence is not None and not 0.0 <= confidence <= 1.0:
         raise InvalidFact(details={"confidence": ["Must be between 0 and 1."]})
     source, _ = lock_current(principal, source_id)
+    _check_link_text(principal, source, {"type": type, "provenance": provenance})
     readers = readers_for(principal)
     try:
         target_ident = uuid.UUID(str(target_id))
@@ -91,6 +93,20 @@ def link_create(
             tenant_id=principal.tenant_id, source=source, target_id=target_ident, type=type
         ), False
     return link, True
+
+
+def _check_link_text(principal: Principal, fact: Any, link: dict[str, Any]) -> None:
+    """A link's type and provenance are read back by everyone who reads its facts, and a link
+    has no review of its own: what the write gate would hold for review in an agent's write is
+    refused here (write it as a fact, which a reviewer can see), nothing written."""
+    needed = agent_write_review().needed(principal, fact, {"link": link})
+    held = [r for r in needed.reasons if r in (INSTRUCTION_LIKE, HIDDEN_CHARACTERS)]
+    if held:
+        raise InvalidFact(
+            "A link of an agent's run cannot wait for review, and this one would:"
+            " its type or provenance reads like an instruction or hides characters.",
+            details={"reasons": held, "fields": sorted(link)},
+        )
 
 
 # What a link update may change; its ends and type are what it is (delete and link anew).
@@ -128,6 +144,8 @@ def link_update(
     """Change a link's confidence, provenance or validity (`invalid_at` ends it: traversal no
     longer follows it from then). Fields left out are kept; `None` clears one."""
     link = _own_link(principal, fact_id, link_id)
+    if "provenance" in changes:
+        _check_link_text(principal, link.source, {"provenance": changes["provenance"]})
     for name in LINK_MUTABLE:
         if name in changes:
             setattr(link, name, changes[name])

@@ -36,6 +36,7 @@ from typing import Any
 
 import yaml
 
+from api.parsers import MAX_JSON_DEPTH
 from api.storable import PROBLEM, unstorable_path
 
 FORMAT = "kindmem.memory-file/1"
@@ -151,14 +152,28 @@ _Dumper.add_representer(str, _represent_str)
 _Dumper.add_multi_representer(str, _represent_str)
 
 
+class _TooDeep(Exception):
+    pass
+
+
 class _Loader(yaml.SafeLoader):
     """Safe YAML, and none of what JSON cannot say: no aliases (a few lines expanding to an
-    exponential structure), no key twice in one mapping (which the last would win silently)."""
+    exponential structure), no key twice in one mapping (which the last would win silently),
+    nothing nested deeper than a JSON body may be (refused as the node that passes it is
+    composed: `[[[[...` costs its first levels, not a recursion to the interpreter's limit)."""
+
+    depth = 0
 
     def compose_node(self, parent: Any, index: Any) -> Any:
         if self.check_event(yaml.AliasEvent):
             raise yaml.YAMLError("Aliases (*name) are not accepted in a memory file.")
-        return super().compose_node(parent, index)
+        self.depth += 1
+        try:
+            if self.depth > MAX_JSON_DEPTH:
+                raise _TooDeep
+            return super().compose_node(parent, index)
+        finally:
+            self.depth -= 1
 
     def construct_mapping(self, node: Any, deep: bool = False) -> Any:
         seen: set[Any] = set()
@@ -168,6 +183,34 @@ class _Loader(yaml.SafeLoader):
                 raise yaml.YAMLError(f"The key {key!r} appears twice in one mapping.")
             seen.add(key if isinstance(key, str) else id(key_node))
         return super().construct_mapping(node, deep=deep)
+
+
+def _flow_depth_exceeds(text: str, limit: int) -> bool:
+    """Whether `text`'s flow collections (`[`, `{`) open deeper than `limit`, outside quoted
+    strings: one pass, before PyYAML's scanner, whose bookkeeping per open flow level makes
+    `[[[[...` cost the square of its depth (30,000 levels: seconds of a worker). A quote opens
+    a string only where YAML's would (a token's start), so `it's` hides nothing; an escaped
+    quote is taken for the end (the count errs towards refusing)."""
+    depth = 0
+    quote = ""
+    closed = ""  # the quote that just closed a string: doubled ('') it is one inside it
+    previous = "\n"
+    for char in text:
+        if quote:
+            if char == quote:
+                quote, closed = "", char
+                previous = char
+                continue
+        elif char in "'\"" and (previous.isspace() or previous in ":,[{-?" or char == closed):
+            quote = char
+        elif char in "[{":
+            depth += 1
+            if depth > limit:
+                return True
+        elif char in "]}":
+            depth = max(depth - 1, 0)
+        previous, closed = char, ""
+    return False
 
 
 def serialize_memory_file(envelope: Mapping[str, Any], body: str) -> str:
@@ -187,12 +230,16 @@ def parse_memory_file(raw: str, *, stem: str | None = None) -> MemoryFile:
     """The seed's `parseMemoryFile` up to the body: split, the YAML read, the envelope checked
     (its `id` must be `stem`, the file's name without `.md`, when there is one)."""
     frontmatter, body = split_frontmatter(raw)
+    if _flow_depth_exceeds(frontmatter, MAX_JSON_DEPTH):
+        raise MemoryFileError("frontmatter", f"Nested deeper than {MAX_JSON_DEPTH} levels.")
     try:
         value = yaml.load(frontmatter, Loader=_Loader)  # noqa: S506 - a SafeLoader
     except yaml.YAMLError as exc:
         raise MemoryFileError("frontmatter", f"Not YAML: {_first_line(exc)}") from None
-    except RecursionError:
-        raise MemoryFileError("frontmatter", "Nested too deeply.") from None
+    except (RecursionError, _TooDeep):
+        raise MemoryFileError(
+            "frontmatter", f"Nested deeper than {MAX_JSON_DEPTH} levels."
+        ) from None
     except (ValueError, TypeError, OverflowError) as exc:
         # a value YAML's own types cannot hold (a timestamp of month 13, ...)
         raise MemoryFileError("frontmatter", f"Not YAML: {_first_line(exc)}") from None

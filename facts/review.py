@@ -13,6 +13,7 @@ agent's write that must wait never lands unseen.
 from __future__ import annotations
 
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -83,8 +84,18 @@ class ReviewNeeded:
 
 
 class AgentWriteReview(Protocol):
-    def needed(self, principal: Principal, fact: Fact, content: Any) -> ReviewNeeded:
-        """Whether `principal`'s write of `content` into `fact` waits for a person."""
+    def needed(
+        self,
+        principal: Principal,
+        fact: Fact,
+        content: Any,
+        *,
+        beside: Sequence[Any] = (),
+        identifiers: Sequence[str | None] = (),
+    ) -> ReviewNeeded:
+        """Whether `principal`'s write of `content` into `fact` waits for a person; `beside`
+        is what else the write says that readers are shown (its source), read as the content
+        is, and `identifiers` its run step's and tool call's ids."""
         ...
 
     def open(self, *, principal: Principal, revision: Revision, needed: ReviewNeeded) -> uuid.UUID:

@@ -139,7 +139,9 @@ def fact_supersede(
     ):
         return WriteResult(current, Outcome.UNCHANGED)
     new_tags = _with_new_tags(fact, tags)
-    detected = agent_write_review().needed(principal, fact, content)
+    detected = agent_write_review().needed(
+        principal, fact, content, beside=(source,), identifiers=(step_id, tool_call_id)
+    )
     needed = _with_overwrite(detected, principal, current)
     waits = bool(needed)
     _save_new_tags(fact, new_tags, waits=waits)

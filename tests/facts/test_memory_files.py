@@ -463,3 +463,31 @@ def test_a_broken_archive_is_refused_never_a_crash(changes, cut):
         import_plan(uploaded_files(bytes(data), "application/zip"), scope={})
     except KindmemError as refused:
         assert refused.status_code in {400, 413, 415}  # noqa: PT017 - any refusal, not one raise
+
+
+@pytest.mark.parametrize(
+    "tags",
+    [
+        "[" * 30_000 + "]" * 30_000,  # flow sequences: PyYAML's scanner costs their square
+        "{a: " * 300 + "1" + "}" * 300,
+        "\n" + "".join("  " * depth + "-\n" for depth in range(300)),  # block sequences
+    ],
+)
+def test_frontmatter_nested_deeper_than_a_json_body_may_be_is_refused_before_it_is_parsed(tags):
+    # given: a memory file whose frontmatter nests deeper than a JSON body may (256)
+    raw = f"---\nid: f-1\ntype: note\ntags: {tags}\n---\nlikes tea\n"
+    # then: it is refused, naming the frontmatter and the bound
+    with pytest.raises(MemoryFileError) as refused:
+        parse_memory_file(raw, stem="f-1")
+    assert str(refused.value.problem) == "Nested deeper than 256 levels."
+
+
+def test_brackets_inside_a_quoted_string_or_a_word_are_not_nesting():
+    # an apostrophe in a word opens no string, and brackets in a quoted one are text
+    tags = "['it''s " + "[" * 300 + "']"
+    raw = (
+        f"---\nid: a\nentityId: a\nkind: k\ntags: {tags}\nlinks: []\ncreated: 1\nupdated: 1\n"
+        "seq: 1\ncontentHash: h\nprovenance: {source: it's an agent}\n---\nit's tea\n"
+    )
+    parsed = parse_memory_file(raw, stem="a")
+    assert parsed.envelope["tags"] == ["it's " + "[" * 300]
