@@ -92,6 +92,11 @@ class CapabilitiesOutput(serializers.Serializer):
     default_rerankers = serializers.ListField(
         child=serializers.CharField(), help_text="Applied when a search names none."
     )
+    relevance_floors = serializers.DictField(
+        child=serializers.FloatField(),
+        help_text="What `abstain` drops under: corpus.mode[.leg] -> the lowest leg score kept"
+        " (BM25 for keyword, cosine for semantic; -1: no floor).",
+    )
     embedder = EmbedderCapability()
     extraction = ExtractionCapability()
     merge_patch = serializers.BooleanField(
@@ -134,6 +139,7 @@ class CapabilitiesView(APIView):
             "recall": _retrieval(recall_search.MODES, embedder_ok),
             "rerankers": list(settings.RERANKERS_KNOWN),
             "default_rerankers": list(settings.RERANK),
+            "relevance_floors": dict(settings.RELEVANCE_THRESHOLDS),
             "embedder": {
                 "available": embedder_ok,
                 "provider": health["provider"],

@@ -9,6 +9,7 @@ process makes; importing these settings starts nothing.
 
 from __future__ import annotations
 
+import json
 import os
 import secrets
 from pathlib import Path
@@ -326,6 +327,36 @@ if unknown_rerankers := set(RERANK) - set(RERANKERS_KNOWN):
         f"KINDMEM_RERANK names unknown rerankers {sorted(unknown_rerankers)};"
         f" known: {', '.join(RERANKERS_KNOWN)}"
     )
+# "Nothing relevant" (retrieval/relevance.py): the leg-score floors a search with `abstain`
+# applies, per corpus, mode and (hybrid) leg; BM25 for keyword, cosine for semantic. Calibrated
+# on the tuning split of the conversation set (bench/relevance_thresholds.py, bench/README.md
+# "Conversation set"); KINDMEM_RELEVANCE_THRESHOLDS (JSON, e.g. {"recall.semantic": 0.4})
+# overrides some of them for a deployment whose memories and model differ.
+RELEVANCE_THRESHOLDS: dict[str, float] = {
+    # -1.0: no floor (every cosine and BM25 score is above it); the tuning split found none
+    # that silences a no-answer question without costing answerable recall (bench/README.md)
+    "facts.keyword": 0.0385,
+    "facts.semantic": 0.1158,
+    "facts.hybrid.keyword": -1.0,
+    "facts.hybrid.semantic": 0.1179,
+    "recall.keyword": 0.0298,
+    "recall.semantic": -1.0,
+    "recall.hybrid.keyword": -1.0,
+    "recall.hybrid.semantic": -1.0,
+}
+try:
+    _thresholds = json.loads(os.environ.get("KINDMEM_RELEVANCE_THRESHOLDS") or "{}")
+except ValueError as exc:
+    raise ImproperlyConfigured("KINDMEM_RELEVANCE_THRESHOLDS must be a JSON object") from exc
+if not isinstance(_thresholds, dict) or not all(
+    key in RELEVANCE_THRESHOLDS and type(value) in (int, float)
+    for key, value in _thresholds.items()
+):
+    raise ImproperlyConfigured(
+        "KINDMEM_RELEVANCE_THRESHOLDS must be a JSON object of numbers with keys among "
+        + ", ".join(RELEVANCE_THRESHOLDS)
+    )
+RELEVANCE_THRESHOLDS.update({key: float(value) for key, value in _thresholds.items()})
 # Query vectors kept per process (an LRU keyed by model and text); 0 turns the cache off.
 QUERY_CACHE_SIZE = env_int("KINDMEM_QUERY_CACHE_SIZE", 1024)
 if QUERY_CACHE_SIZE < 0:

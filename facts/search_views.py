@@ -27,6 +27,14 @@ from kindmem.serializers import ReadersInput, readers_snapshot
 MAX_QUERY_CHARS = 2_000
 MAX_TAGS = 20
 ERRORS = {400: ErrorOutput, 401: ErrorOutput, 403: ErrorOutput, 503: ErrorOutput}
+ABSTAIN_HELP = (
+    "Drop the hits under this deployment's calibrated relevance floors (per mode; hybrid: per"
+    " leg), so a question nothing answers may get no hits: `capabilities` names the floors."
+)
+MIN_RELEVANCE_HELP = (
+    "Keyword and semantic only: drop hits whose score (BM25; cosine similarity) is under this."
+    " Hybrid's fused score is a rank, not a relevance: use `abstain` there."
+)
 
 
 class SearchScopeInput(StrictSerializer):
@@ -61,6 +69,15 @@ class FactSearchInput(StrictSerializer):
         " credential's readers may both read, guarded in the query before `top_k`; `{}`:"
         " tenant-wide facts only. Absent: the credential's readers.",
     )
+    abstain = fields.BooleanField(required=False, default=False, help_text=ABSTAIN_HELP)
+    min_relevance = fields.FloatField(
+        required=False, min_value=-1.0, max_value=1_000.0, help_text=MIN_RELEVANCE_HELP
+    )
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        if "min_relevance" in attrs and attrs["mode"] not in ("keyword", "semantic"):
+            raise serializers.ValidationError({"min_relevance": MIN_RELEVANCE_HELP})
+        return attrs
 
     def validate_query(self, value: str) -> str:
         if not value.strip():
@@ -131,6 +148,8 @@ class FactSearchView(AuditedView):
             "scope": scope,
             "tags": validated.get("tags", []),
             "valid_at": validated["valid_at"].isoformat() if "valid_at" in validated else None,
+            "abstain": validated["abstain"],
+            "min_relevance": validated.get("min_relevance"),
         }
         if "readers" in validated:
             self.audit.query_snapshot["readers"] = readers_snapshot(validated["readers"])
@@ -150,6 +169,8 @@ class FactSearchView(AuditedView):
                 valid_at=validated.get("valid_at"),
                 rerank=settings.RERANK,
                 narrowed_to=validated.get("readers"),
+                abstain=validated["abstain"],
+                min_relevance=validated.get("min_relevance"),
             )
         )
         self.audit.touch(

@@ -207,6 +207,8 @@ class RecallView(AuditedView):
                 query=validated.get("query"),
                 rerank=settings.RERANK,
                 narrowed_to=validated.get("readers"),
+                abstain=validated["abstain"],
+                min_relevance=validated.get("min_relevance"),
             )
         )
         for hit in hits:
@@ -220,6 +222,8 @@ class RecallView(AuditedView):
             "roles": list(validated.get("roles", ["user"])),
             "selections": len(validated["selections"]),
             "query": validated.get("query"),
+            "abstain": validated["abstain"],
+            "min_relevance": validated.get("min_relevance"),
         }
         if "readers" in validated:
             self.audit.query_snapshot["readers"] = readers_snapshot(validated["readers"])
