@@ -357,6 +357,16 @@ if not isinstance(_thresholds, dict) or not all(
         + ", ".join(RELEVANCE_THRESHOLDS)
     )
 RELEVANCE_THRESHOLDS.update({key: float(value) for key, value in _thresholds.items()})
+# The operator's cross-encoder (retrieval/cross_encoder.py): any `POST /rerank` server of the
+# common shape (TEI, Jina, Cohere, vLLM), the full endpoint URL. Unset: no cross-encoder. A search
+# reorders its best RERANKER_CANDIDATES hits by it, or is answered unreordered past the budget.
+RERANKER_URL = os.environ.get("KINDMEM_RERANKER_URL", "")
+RERANKER_MODEL = os.environ.get("KINDMEM_RERANKER_MODEL", "")
+RERANKER_API_KEY = os.environ.get("KINDMEM_RERANKER_API_KEY", "")
+RERANKER_BUDGET_MS = env_int("KINDMEM_RERANKER_BUDGET_MS", 300)
+RERANKER_CANDIDATES = env_int("KINDMEM_RERANKER_CANDIDATES", 30)
+if RERANKER_BUDGET_MS < 1 or RERANKER_CANDIDATES < 1:
+    raise ImproperlyConfigured("KINDMEM_RERANKER_BUDGET_MS and _CANDIDATES must be 1 or more")
 # Query vectors kept per process (an LRU keyed by model and text); 0 turns the cache off.
 QUERY_CACHE_SIZE = env_int("KINDMEM_QUERY_CACHE_SIZE", 1024)
 if QUERY_CACHE_SIZE < 0:

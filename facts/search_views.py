@@ -6,6 +6,7 @@ off it, and its audit phase is `retrieve`.
 
 from __future__ import annotations
 
+import json
 from typing import Any, ClassVar
 
 from django.conf import settings
@@ -23,6 +24,7 @@ from facts.serializers import FactOutput
 from kindmem.access import readers_for
 from kindmem.permissions import principal_of
 from kindmem.serializers import ReadersInput, readers_snapshot
+from retrieval import cross_encoder
 
 MAX_QUERY_CHARS = 2_000
 MAX_TAGS = 20
@@ -100,6 +102,12 @@ class SearchHitOutput(serializers.Serializer):
 
 class FactSearchOutput(serializers.Serializer):
     hits = SearchHitOutput(many=True)
+    reranker = serializers.ChoiceField(
+        choices=[cross_encoder.APPLIED, cross_encoder.SKIPPED],
+        required=False,
+        help_text="Only with the operator's cross-encoder: `applied` (hits in its order), or"
+        " `skipped` (slow or down: hits in the search's own order).",
+    )
 
     @staticmethod
     def render(hits: list[SearchHit]) -> dict[str, Any]:
@@ -162,7 +170,7 @@ class FactSearchView(AuditedView):
                 readers=readers_for(principal),
                 mode=validated["mode"],
                 query=validated["query"],
-                top_k=validated["top_k"],
+                top_k=cross_encoder.pool(validated["top_k"], MAX_TOP_K),
                 type=validated.get("type"),
                 scope=scope,
                 tags=tuple(validated.get("tags", ())),
@@ -173,9 +181,22 @@ class FactSearchView(AuditedView):
                 min_relevance=validated.get("min_relevance"),
             )
         )
+        hits, reranker = cross_encoder.reranked(
+            validated["query"], hits, _fact_text, validated["top_k"]
+        )
         self.audit.touch(
             ids=[h.revision.fact_id for h in hits],
             subjects=[(s.kind, s.subject_id) for h in hits for s in h.revision.subjects.all()],
             targets=[(h.revision.fact.type, h.revision.fact.scope) for h in hits],
         )
-        return Response(FactSearchOutput.render(hits))
+        rendered = FactSearchOutput.render(hits)
+        if reranker:
+            rendered["reranker"] = reranker
+        return Response(rendered)
+
+
+def _fact_text(hit: SearchHit) -> str:
+    """What the cross-encoder reads of a fact: its text, or its whole content as JSON."""
+    content = hit.revision.content
+    text = content.get("text") if isinstance(content, dict) else None
+    return text if isinstance(text, str) else json.dumps(content, ensure_ascii=False)

@@ -231,3 +231,9 @@ class RecallHitOutput(serializers.Serializer):
 
 class RecallOutput(serializers.Serializer):
     hits = RecallHitOutput(many=True)
+    reranker = serializers.ChoiceField(
+        choices=["applied", "skipped"],  # retrieval.cross_encoder's
+        required=False,
+        help_text="Only with the operator's cross-encoder, for a query: `applied` (hits in its"
+        " order), or `skipped` (slow or down: hits in the recall's own order).",
+    )
