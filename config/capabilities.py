@@ -102,6 +102,11 @@ class CapabilitiesOutput(serializers.Serializer):
     default_rerankers = serializers.ListField(
         child=serializers.CharField(), help_text="Applied when a search names none."
     )
+    arms = serializers.ListField(
+        child=serializers.CharField(),
+        help_text="Retrieval arms on beside keyword and semantic (hybrid recall): `temporal`"
+        " ranks what was said around a date the query names.",
+    )
     cross_encoder = CrossEncoderCapability()
     relevance_floors = serializers.DictField(
         child=serializers.FloatField(),
@@ -150,6 +155,7 @@ class CapabilitiesView(APIView):
             "recall": _retrieval(recall_search.MODES, embedder_ok),
             "rerankers": list(settings.RERANKERS_KNOWN),
             "default_rerankers": list(settings.RERANK),
+            "arms": list(settings.RETRIEVAL_ARMS),
             "cross_encoder": {
                 "configured": bool(settings.RERANKER_URL),
                 "model": settings.RERANKER_MODEL or None,

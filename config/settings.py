@@ -367,6 +367,17 @@ RERANKER_BUDGET_MS = env_int("KINDMEM_RERANKER_BUDGET_MS", 300)
 RERANKER_CANDIDATES = env_int("KINDMEM_RERANKER_CANDIDATES", 30)
 if RERANKER_BUDGET_MS < 1 or RERANKER_CANDIDATES < 1:
     raise ImproperlyConfigured("KINDMEM_RERANKER_BUDGET_MS and _CANDIDATES must be 1 or more")
+# Retrieval arms beside keyword and semantic (hybrid recall), comma-separated; each is measured
+# on the conversation set (bench/README.md "Conversation set") and on by default if it earns it.
+RETRIEVAL_ARMS_KNOWN = ("temporal",)  # retrieval/temporal.py
+RETRIEVAL_ARMS = tuple(
+    a.strip() for a in os.environ.get("KINDMEM_RETRIEVAL_ARMS", "temporal").split(",") if a.strip()
+)
+if unknown_arms := set(RETRIEVAL_ARMS) - set(RETRIEVAL_ARMS_KNOWN):
+    raise ImproperlyConfigured(
+        f"KINDMEM_RETRIEVAL_ARMS names unknown arms {sorted(unknown_arms)};"
+        f" known: {', '.join(RETRIEVAL_ARMS_KNOWN)}"
+    )
 # Query vectors kept per process (an LRU keyed by model and text); 0 turns the cache off.
 QUERY_CACHE_SIZE = env_int("KINDMEM_QUERY_CACHE_SIZE", 1024)
 if QUERY_CACHE_SIZE < 0:

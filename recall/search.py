@@ -13,7 +13,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from django.conf import settings
 from django.db import connection, transaction
+from django.db.models import F, Value
 from pgvector.django import CosineDistance
 
 from embeddings.budget import embedding_pool
@@ -23,6 +25,7 @@ from kindmem.access import Readers
 from kindmem.guards import narrowing
 from recall.models import RECALLABLE_ROLES, Message
 from recall.querysets import MessageQuerySet, Selection
+from retrieval import temporal
 from retrieval.fulltext import keyword_matches
 from retrieval.fusion import HYBRID
 from retrieval.relevance import Floors, floors
@@ -30,6 +33,7 @@ from retrieval.rerank import Candidate, candidate_pool, rerank, rerankers_named
 
 KEYWORD = "keyword"
 SEMANTIC = "semantic"
+TEMPORAL = "temporal"
 HYBRID_MODE = "hybrid"
 MODES = ("list", KEYWORD, SEMANTIC, HYBRID_MODE)
 EF_SEARCH = 100
@@ -127,6 +131,25 @@ def semantic_leg(
     return [(m, 1.0 - float(m.distance)) for m in rows]
 
 
+def temporal_leg(
+    base: MessageQuerySet, limit: int, vector: Sequence[float], model: str, when: temporal.Window
+) -> list[tuple[Message, float]]:
+    """The `limit` messages said within `when` nearest `vector` (cosine): the temporal arm
+    (`retrieval.temporal`). A window holds few of a reader's messages, so the scan is exact
+    (`distance + 0` keeps the HNSW index out), after the guard like every leg."""
+    rows = list(
+        base.filter(
+            created_at__gte=when.start,
+            created_at__lt=when.end,
+            embedding__isnull=False,
+            embedding_model=model,
+        )
+        .annotate(distance=CosineDistance("embedding", list(vector)))
+        .order_by(F("distance") + Value(0.0), "-id")[:limit]
+    )
+    return [(m, 1.0 - float(m.distance)) for m in rows]
+
+
 def recall_search(*, request: RecallQuery) -> list[RecallHit]:
     """The hits of one recall, best first (`list`: newest first), each with its neighbours.
 
@@ -208,6 +231,12 @@ def _recall(
                 m for m, s in semantic_leg(base, depth, vector, model) if floors.keeps_semantic(s)
             ],
         }
+        when = temporal.window(request.query) if TEMPORAL in settings.RETRIEVAL_ARMS else None
+        if when is not None:
+            dated = temporal_leg(base, depth, vector, model, when)
+            if not dated and request.abstain:
+                return []  # it asks about a time when nothing readable was said
+            legs[TEMPORAL] = [m for m, s in dated if floors.keeps_semantic(s)]
         fused = HYBRID.fuse(legs, key=lambda m: m.pk)[:page]
         hits = [RecallHit(message=f.item, score=f.score, ranks=dict(f.ranks)) for f in fused]
     if rerankers:
