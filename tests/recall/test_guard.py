@@ -8,7 +8,6 @@ import uuid
 from datetime import timedelta
 
 from django.utils import timezone
-
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
