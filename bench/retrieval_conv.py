@@ -264,7 +264,18 @@ def main() -> None:
     parser.add_argument(
         "--abstain", action="store_true", help="ask with abstain (the calibrated thresholds)"
     )
+    parser.add_argument(
+        "--temporal-weight", type=float, help="the temporal leg's weight in hybrid recall's fusion"
+    )
     args = parser.parse_args()
+    if args.temporal_weight is not None:
+        import dataclasses
+
+        import recall.search
+
+        hybrid = recall.search.HYBRID
+        weights = {**hybrid.weights, "temporal": args.temporal_weight}
+        recall.search.HYBRID = dataclasses.replace(hybrid, weights=weights)
     dev, tenant, runs, _, _ = prepared(args.seed, args.embedder)
     options: dict[str, Any] = {"abstain": True} if args.abstain else {}
     results: dict[str, Any] = {"seed": args.seed, "embedder": args.embedder, "options": options}
