@@ -237,6 +237,10 @@ class Row:
     def pk(self) -> Any:
         return self._row[self._maker.pk_position]
 
+    def annotation(self, name: str) -> Any:
+        """An annotation's value (a score, a distance) without making the model."""
+        return self._row[self._maker.annotation_col_map[name]]
+
     def model(self) -> Any:
         if self._model is None:
             self._model = self._maker.model_of(self._row)

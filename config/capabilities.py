@@ -70,6 +70,16 @@ class ExtractionCapability(serializers.Serializer):
     )
 
 
+class CrossEncoderCapability(serializers.Serializer):
+    configured = serializers.BooleanField(
+        help_text="The operator's `/rerank` server reorders searches' best hits (skipped, and"
+        " said so in the answer, when it is slow or down)."
+    )
+    model = serializers.CharField(allow_null=True)
+    candidates = serializers.IntegerField(help_text="How many hits it reorders.")
+    budget_ms = serializers.IntegerField(help_text="How long a search waits for it.")
+
+
 class RetrievalCapability(serializers.Serializer):
     modes = serializers.ListField(
         child=serializers.CharField(), help_text="The modes that answer now (never empty-handed)."
@@ -91,6 +101,17 @@ class CapabilitiesOutput(serializers.Serializer):
     )
     default_rerankers = serializers.ListField(
         child=serializers.CharField(), help_text="Applied when a search names none."
+    )
+    arms = serializers.ListField(
+        child=serializers.CharField(),
+        help_text="Retrieval arms on beside keyword and semantic (hybrid recall): `temporal`"
+        " ranks what was said around a date the query names.",
+    )
+    cross_encoder = CrossEncoderCapability()
+    relevance_floors = serializers.DictField(
+        child=serializers.FloatField(),
+        help_text="What `abstain` drops under: corpus.mode[.leg] -> the lowest leg score kept"
+        " (BM25 for keyword, cosine for semantic; -1: no floor).",
     )
     embedder = EmbedderCapability()
     extraction = ExtractionCapability()
@@ -134,6 +155,14 @@ class CapabilitiesView(APIView):
             "recall": _retrieval(recall_search.MODES, embedder_ok),
             "rerankers": list(settings.RERANKERS_KNOWN),
             "default_rerankers": list(settings.RERANK),
+            "arms": list(settings.RETRIEVAL_ARMS),
+            "cross_encoder": {
+                "configured": bool(settings.RERANKER_URL),
+                "model": settings.RERANKER_MODEL or None,
+                "candidates": settings.RERANKER_CANDIDATES,
+                "budget_ms": settings.RERANKER_BUDGET_MS,
+            },
+            "relevance_floors": dict(settings.RELEVANCE_THRESHOLDS),
             "embedder": {
                 "available": embedder_ok,
                 "provider": health["provider"],

@@ -155,6 +155,14 @@ async def search_memories(
         datetime | None, Field(description="Only memories true at this time.")
     ] = None,
     scope: Scope_ = None,
+    abstain: Annotated[
+        bool,
+        Field(description="Drop hits under the calibrated relevance floors: maybe no hits."),
+    ] = False,
+    min_relevance: Annotated[
+        float | None,
+        Field(description="keyword/semantic: drop hits scoring under this (BM25; cosine)."),
+    ] = None,
 ) -> Result:
     """Search the memories this credential may read; hits best first, each with its memory,
     a score and its rank in each leg."""
@@ -170,6 +178,8 @@ async def search_memories(
             "tags": tags,
             "valid_at": valid_at,
             "scope": scope,
+            "abstain": abstain,
+            "min_relevance": min_relevance,
         },
     )
 
@@ -365,6 +375,14 @@ async def recall(
         list[Literal["user", "agent"]] | None, Field(description="Whose messages; default user.")
     ] = None,
     top_k: Annotated[int, Field(ge=1, le=100)] = 10,
+    abstain: Annotated[
+        bool,
+        Field(description="Drop hits under the calibrated relevance floors: maybe no hits."),
+    ] = False,
+    min_relevance: Annotated[
+        float | None,
+        Field(description="keyword/semantic: drop hits scoring under this (BM25; cosine)."),
+    ] = None,
 ) -> Result:
     """Recall messages of earlier conversations this credential may read, each with its
     neighbours."""
@@ -378,6 +396,8 @@ async def recall(
             "query": query,
             "roles": roles,
             "top_k": top_k,
+            "abstain": abstain,
+            "min_relevance": min_relevance,
         },
     )
 

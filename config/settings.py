@@ -9,6 +9,7 @@ process makes; importing these settings starts nothing.
 
 from __future__ import annotations
 
+import json
 import os
 import secrets
 from pathlib import Path
@@ -328,6 +329,57 @@ if unknown_rerankers := set(RERANK) - set(RERANKERS_KNOWN):
     raise ImproperlyConfigured(
         f"KINDMEM_RERANK names unknown rerankers {sorted(unknown_rerankers)};"
         f" known: {', '.join(RERANKERS_KNOWN)}"
+    )
+# "Nothing relevant" (retrieval/relevance.py): the leg-score floors a search with `abstain`
+# applies, per corpus, mode and (hybrid) leg; BM25 for keyword, cosine for semantic. Calibrated
+# on the tuning split of the conversation set (bench/relevance_thresholds.py, bench/README.md
+# "Conversation set"); KINDMEM_RELEVANCE_THRESHOLDS (JSON, e.g. {"recall.semantic": 0.4})
+# overrides some of them for a deployment whose memories and model differ.
+RELEVANCE_THRESHOLDS: dict[str, float] = {
+    # -1.0: no floor (every cosine and BM25 score is above it); the tuning split found none
+    # that silences a no-answer question without costing answerable recall (bench/README.md)
+    "facts.keyword": 0.0385,
+    "facts.semantic": 0.1158,
+    "facts.hybrid.keyword": -1.0,
+    "facts.hybrid.semantic": 0.1179,
+    "recall.keyword": 0.0298,
+    "recall.semantic": -1.0,
+    "recall.hybrid.keyword": -1.0,
+    "recall.hybrid.semantic": -1.0,
+}
+try:
+    _thresholds = json.loads(os.environ.get("KINDMEM_RELEVANCE_THRESHOLDS") or "{}")
+except ValueError as exc:
+    raise ImproperlyConfigured("KINDMEM_RELEVANCE_THRESHOLDS must be a JSON object") from exc
+if not isinstance(_thresholds, dict) or not all(
+    key in RELEVANCE_THRESHOLDS and type(value) in (int, float)
+    for key, value in _thresholds.items()
+):
+    raise ImproperlyConfigured(
+        "KINDMEM_RELEVANCE_THRESHOLDS must be a JSON object of numbers with keys among "
+        + ", ".join(RELEVANCE_THRESHOLDS)
+    )
+RELEVANCE_THRESHOLDS.update({key: float(value) for key, value in _thresholds.items()})
+# The operator's cross-encoder (retrieval/cross_encoder.py): any `POST /rerank` server of the
+# common shape (TEI, Jina, Cohere, vLLM), the full endpoint URL. Unset: no cross-encoder. A search
+# reorders its best RERANKER_CANDIDATES hits by it, or is answered unreordered past the budget.
+RERANKER_URL = os.environ.get("KINDMEM_RERANKER_URL", "")
+RERANKER_MODEL = os.environ.get("KINDMEM_RERANKER_MODEL", "")
+RERANKER_API_KEY = os.environ.get("KINDMEM_RERANKER_API_KEY", "")
+RERANKER_BUDGET_MS = env_int("KINDMEM_RERANKER_BUDGET_MS", 300)
+RERANKER_CANDIDATES = env_int("KINDMEM_RERANKER_CANDIDATES", 30)
+if RERANKER_BUDGET_MS < 1 or RERANKER_CANDIDATES < 1:
+    raise ImproperlyConfigured("KINDMEM_RERANKER_BUDGET_MS and _CANDIDATES must be 1 or more")
+# Retrieval arms beside keyword and semantic (hybrid recall), comma-separated; each is measured
+# on the conversation set (bench/README.md "Conversation set") and on by default if it earns it.
+RETRIEVAL_ARMS_KNOWN = ("temporal",)  # retrieval/temporal.py
+RETRIEVAL_ARMS = tuple(
+    a.strip() for a in os.environ.get("KINDMEM_RETRIEVAL_ARMS", "temporal").split(",") if a.strip()
+)
+if unknown_arms := set(RETRIEVAL_ARMS) - set(RETRIEVAL_ARMS_KNOWN):
+    raise ImproperlyConfigured(
+        f"KINDMEM_RETRIEVAL_ARMS names unknown arms {sorted(unknown_arms)};"
+        f" known: {', '.join(RETRIEVAL_ARMS_KNOWN)}"
     )
 # Query vectors kept per process (an LRU keyed by model and text); 0 turns the cache off.
 QUERY_CACHE_SIZE = env_int("KINDMEM_QUERY_CACHE_SIZE", 1024)

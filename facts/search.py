@@ -42,6 +42,7 @@ from kindmem.access import Readers
 from kindmem.guards import narrowing
 from retrieval.fulltext import KeywordQuery, keyword_matches
 from retrieval.fusion import HYBRID
+from retrieval.relevance import Floors, floors
 from retrieval.rerank import Candidate, candidate_pool, rerank, rerankers_named
 
 MODES = ("keyword", "semantic", "hybrid")
@@ -74,6 +75,13 @@ class FactSearch:
     valid_at: datetime | None = None
     rerank: Sequence[str] = ()  # retrieval.rerank's names, applied in order
     narrowed_to: Readers | None = None
+    # drop hits under the calibrated floors, or under the caller's (`retrieval.relevance`)
+    abstain: bool = False
+    min_relevance: float | None = None
+
+    @property
+    def floors(self) -> Floors:
+        return floors("facts", self.mode, abstain=self.abstain, min_relevance=self.min_relevance)
 
     @property
     def whole_tenant(self) -> bool:
@@ -299,6 +307,7 @@ def fact_search(*, search: FactSearch) -> list[SearchHit]:
     """
     if search.mode not in MODES:
         raise ValueError(f"unknown search mode {search.mode!r}")
+    search.floors  # noqa: B018  (a min_relevance the mode cannot take fails before any work)
     if search.mode == HYBRID_MODE and not search.rerank:
         return _hybrid_alongside_embedding(search)
     vector: list[float] | None = None
@@ -327,11 +336,18 @@ def _hybrid_alongside_embedding(search: FactSearch) -> list[SearchHit]:
         raise
     vector, model = pending.result()  # an embedder failure raises here, as it would alone
     _, semantic = _legs(None, _semantic_inputs(search, vector, model, now), depth)
-    return _fused(keyword, semantic, search.top_k)
+    return _fused(keyword, semantic, search.top_k, search.floors)
 
 
-def _fused(keyword: list[Row], semantic: list[Row], page: int) -> list[SearchHit]:
-    """The legs' rows fused (`retrieval.fusion.HYBRID`), the first `page` as hits."""
+def _fused(keyword: list[Row], semantic: list[Row], page: int, floors: Floors) -> list[SearchHit]:
+    """The legs' rows over their floors fused (`retrieval.fusion.HYBRID`), the first `page`
+    as hits."""
+    if floors.keyword is not None:
+        keyword = [r for r in keyword if floors.keeps_keyword(float(r.annotation("score")))]
+    if floors.semantic is not None:
+        semantic = [
+            r for r in semantic if floors.keeps_semantic(1.0 - float(r.annotation("distance")))
+        ]
     fused = HYBRID.fuse({KEYWORD: keyword, SEMANTIC: semantic}, key=lambda r: r.pk)
     hits = [
         SearchHit(revision=f.item.model(), score=f.score, ranks=dict(f.ranks)) for f in fused[:page]
@@ -346,17 +362,20 @@ def fact_search_embedded(
     """`fact_search` with the query already embedded (`vector` of `model`; None for keyword):
     the SQL part alone, which bench/search.py times."""
     rerankers = rerankers_named(search.rerank)
+    floors = search.floors
     page = candidate_pool(search.top_k) if rerankers else search.top_k
     if search.mode == KEYWORD:
         hits = [
             SearchHit(revision=r, score=s, ranks={KEYWORD: i})
             for i, (r, s) in enumerate(keyword_leg(search, page), start=1)
+            if floors.keeps_keyword(s)
         ]
     elif search.mode == SEMANTIC:
         assert vector is not None
         hits = [
             SearchHit(revision=r, score=s, ranks={SEMANTIC: i})
             for i, (r, s) in enumerate(semantic_leg(search, page, vector, model), start=1)
+            if floors.keeps_semantic(s)
         ]
     else:
         assert vector is not None
@@ -365,7 +384,7 @@ def fact_search_embedded(
         keyword, semantic = _legs(
             _keyword_inputs(search, now), _semantic_inputs(search, vector, model, now), depth
         )
-        hits = _fused(keyword, semantic, page)
+        hits = _fused(keyword, semantic, page, floors)
         return _reranked(search, hits, rerankers) if rerankers else hits
     if rerankers:
         hits = _reranked(search, hits, rerankers)

@@ -6,6 +6,7 @@ off it, and its audit phase is `retrieve`.
 
 from __future__ import annotations
 
+import json
 from typing import Any, ClassVar
 
 from django.conf import settings
@@ -23,10 +24,19 @@ from facts.serializers import FactOutput
 from kindmem.access import readers_for
 from kindmem.permissions import principal_of
 from kindmem.serializers import ReadersInput, readers_snapshot
+from retrieval import cross_encoder
 
 MAX_QUERY_CHARS = 2_000
 MAX_TAGS = 20
 ERRORS = {400: ErrorOutput, 401: ErrorOutput, 403: ErrorOutput, 503: ErrorOutput}
+ABSTAIN_HELP = (
+    "Drop the hits under this deployment's calibrated relevance floors (per mode; hybrid: per"
+    " leg), so a question nothing answers may get no hits: `capabilities` names the floors."
+)
+MIN_RELEVANCE_HELP = (
+    "Keyword and semantic only: drop hits whose score (BM25; cosine similarity) is under this."
+    " Hybrid's fused score is a rank, not a relevance: use `abstain` there."
+)
 
 
 class SearchScopeInput(StrictSerializer):
@@ -61,6 +71,15 @@ class FactSearchInput(StrictSerializer):
         " credential's readers may both read, guarded in the query before `top_k`; `{}`:"
         " tenant-wide facts only. Absent: the credential's readers.",
     )
+    abstain = fields.BooleanField(required=False, default=False, help_text=ABSTAIN_HELP)
+    min_relevance = fields.FloatField(
+        required=False, min_value=-1.0, max_value=1_000.0, help_text=MIN_RELEVANCE_HELP
+    )
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        if "min_relevance" in attrs and attrs["mode"] not in ("keyword", "semantic"):
+            raise serializers.ValidationError({"min_relevance": MIN_RELEVANCE_HELP})
+        return attrs
 
     def validate_query(self, value: str) -> str:
         if not value.strip():
@@ -83,6 +102,12 @@ class SearchHitOutput(serializers.Serializer):
 
 class FactSearchOutput(serializers.Serializer):
     hits = SearchHitOutput(many=True)
+    reranker = serializers.ChoiceField(
+        choices=[cross_encoder.APPLIED, cross_encoder.SKIPPED],
+        required=False,
+        help_text="Only with the operator's cross-encoder: `applied` (hits in its order), or"
+        " `skipped` (slow or down: hits in the search's own order).",
+    )
 
     @staticmethod
     def render(hits: list[SearchHit]) -> dict[str, Any]:
@@ -131,6 +156,8 @@ class FactSearchView(AuditedView):
             "scope": scope,
             "tags": validated.get("tags", []),
             "valid_at": validated["valid_at"].isoformat() if "valid_at" in validated else None,
+            "abstain": validated["abstain"],
+            "min_relevance": validated.get("min_relevance"),
         }
         if "readers" in validated:
             self.audit.query_snapshot["readers"] = readers_snapshot(validated["readers"])
@@ -143,18 +170,33 @@ class FactSearchView(AuditedView):
                 readers=readers_for(principal),
                 mode=validated["mode"],
                 query=validated["query"],
-                top_k=validated["top_k"],
+                top_k=cross_encoder.pool(validated["top_k"], MAX_TOP_K),
                 type=validated.get("type"),
                 scope=scope,
                 tags=tuple(validated.get("tags", ())),
                 valid_at=validated.get("valid_at"),
                 rerank=settings.RERANK,
                 narrowed_to=validated.get("readers"),
+                abstain=validated["abstain"],
+                min_relevance=validated.get("min_relevance"),
             )
+        )
+        hits, reranker = cross_encoder.reranked(
+            validated["query"], hits, _fact_text, validated["top_k"]
         )
         self.audit.touch(
             ids=[h.revision.fact_id for h in hits],
             subjects=[(s.kind, s.subject_id) for h in hits for s in h.revision.subjects.all()],
             targets=[(h.revision.fact.type, h.revision.fact.scope) for h in hits],
         )
-        return Response(FactSearchOutput.render(hits))
+        rendered = FactSearchOutput.render(hits)
+        if reranker:
+            rendered["reranker"] = reranker
+        return Response(rendered)
+
+
+def _fact_text(hit: SearchHit) -> str:
+    """What the cross-encoder reads of a fact: its text, or its whole content as JSON."""
+    content = hit.revision.content
+    text = content.get("text") if isinstance(content, dict) else None
+    return text if isinstance(text, str) else json.dumps(content, ensure_ascii=False)

@@ -13,7 +13,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from django.conf import settings
 from django.db import connection, transaction
+from django.db.models import F, Value
 from pgvector.django import CosineDistance
 
 from api.tracing import memory_operation
@@ -24,12 +26,15 @@ from kindmem.access import Readers
 from kindmem.guards import narrowing
 from recall.models import RECALLABLE_ROLES, Message
 from recall.querysets import MessageQuerySet, Selection
+from retrieval import temporal
 from retrieval.fulltext import keyword_matches
 from retrieval.fusion import HYBRID
+from retrieval.relevance import Floors, floors
 from retrieval.rerank import Candidate, candidate_pool, rerank, rerankers_named
 
 KEYWORD = "keyword"
 SEMANTIC = "semantic"
+TEMPORAL = "temporal"
 HYBRID_MODE = "hybrid"
 MODES = ("list", KEYWORD, SEMANTIC, HYBRID_MODE)
 EF_SEARCH = 100
@@ -64,6 +69,13 @@ class RecallQuery:
     query: str | None = None
     rerank: tuple[str, ...] = ()  # retrieval.rerank's names, applied in order (not for `list`)
     narrowed_to: Readers | None = None  # the caller's narrowing (`kindmem.guards`)
+    # drop hits under the calibrated floors, or under the caller's (`retrieval.relevance`)
+    abstain: bool = False
+    min_relevance: float | None = None
+
+    @property
+    def floors(self) -> Floors:
+        return floors("recall", self.mode, abstain=self.abstain, min_relevance=self.min_relevance)
 
     @property
     def whole_tenant(self) -> bool:
@@ -120,6 +132,25 @@ def semantic_leg(
     return [(m, 1.0 - float(m.distance)) for m in rows]
 
 
+def temporal_leg(
+    base: MessageQuerySet, limit: int, vector: Sequence[float], model: str, when: temporal.Window
+) -> list[tuple[Message, float]]:
+    """The `limit` messages said within `when` nearest `vector` (cosine): the temporal arm
+    (`retrieval.temporal`). A window holds few of a reader's messages, so the scan is exact
+    (`distance + 0` keeps the HNSW index out), after the guard like every leg."""
+    rows = list(
+        base.filter(
+            created_at__gte=when.start,
+            created_at__lt=when.end,
+            embedding__isnull=False,
+            embedding_model=model,
+        )
+        .annotate(distance=CosineDistance("embedding", list(vector)))
+        .order_by(F("distance") + Value(0.0), "-id")[:limit]
+    )
+    return [(m, 1.0 - float(m.distance)) for m in rows]
+
+
 @memory_operation(
     "recall",
     before=lambda request: {
@@ -140,6 +171,7 @@ def recall_search(*, request: RecallQuery) -> list[RecallHit]:
     writes nothing."""
     if request.mode not in MODES:
         raise ValueError(f"unknown recall mode {request.mode!r}")
+    request.floors  # noqa: B018  (a min_relevance the mode cannot take fails before any work)
     if request.mode == SEMANTIC:
         assert request.query is not None
         vector, model = embed_query(request.query)
@@ -172,6 +204,7 @@ def _recall(
     """One recall; `embedded()` gives the query's vector and its model, asked only where a
     leg needs it (hybrid: after its keyword leg)."""
     base = recallable(request)
+    floors = request.floors
     rerankers = rerankers_named(request.rerank) if request.mode != "list" else []
     page = candidate_pool(request.top_k) if rerankers else request.top_k
     if request.mode == "list":
@@ -184,6 +217,7 @@ def _recall(
             for i, (m, s) in enumerate(
                 keyword_leg(base, request.query, page, whole_tenant=request.whole_tenant), start=1
             )
+            if floors.keeps_keyword(s)
         ]
     elif request.mode == SEMANTIC:
         vector, model = embedded()
@@ -191,19 +225,30 @@ def _recall(
         hits = [
             RecallHit(message=m, score=s, ranks={SEMANTIC: i})
             for i, (m, s) in enumerate(semantic_leg(base, page, vector, model), start=1)
+            if floors.keeps_semantic(s)
         ]
     else:
         assert request.query is not None
         depth = max(HYBRID.depth(request.top_k), page)
         keyword = [
-            m for m, _ in keyword_leg(base, request.query, depth, whole_tenant=request.whole_tenant)
+            m
+            for m, s in keyword_leg(base, request.query, depth, whole_tenant=request.whole_tenant)
+            if floors.keeps_keyword(s)
         ]
         vector, model = embedded()
         assert vector is not None
         legs = {
             KEYWORD: keyword,
-            SEMANTIC: [m for m, _ in semantic_leg(base, depth, vector, model)],
+            SEMANTIC: [
+                m for m, s in semantic_leg(base, depth, vector, model) if floors.keeps_semantic(s)
+            ],
         }
+        when = temporal.window(request.query) if TEMPORAL in settings.RETRIEVAL_ARMS else None
+        if when is not None:
+            dated = temporal_leg(base, depth, vector, model, when)
+            if not dated and request.abstain:
+                return []  # it asks about a time when nothing readable was said
+            legs[TEMPORAL] = [m for m, s in dated if floors.keeps_semantic(s)]
         fused = HYBRID.fuse(legs, key=lambda m: m.pk)[:page]
         hits = [RecallHit(message=f.item, score=f.score, ranks=dict(f.ranks)) for f in fused]
     if rerankers:

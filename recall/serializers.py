@@ -148,6 +148,16 @@ class SelectionInput(fields.StrictSerializer):
         return attrs
 
 
+ABSTAIN_HELP = (
+    "Drop the hits under this deployment's calibrated relevance floors (per mode; hybrid: per"
+    " leg), so a question nothing answers may get no hits: `capabilities` names the floors."
+)
+MIN_RELEVANCE_HELP = (
+    "Keyword and semantic only: drop hits whose score (BM25; cosine similarity) is under this."
+    " Hybrid's fused score is a rank, not a relevance: use `abstain` there."
+)
+
+
 class RecallInput(fields.StrictSerializer):
     selections = SelectionInput(many=True, min_length=1, max_length=MAX_SELECTIONS)
     mode = serializers.ChoiceField(
@@ -170,8 +180,14 @@ class RecallInput(fields.StrictSerializer):
         " conversation these and the credential's readers may both recall, guarded in the query"
         " before `top_k`; `{}` recalls nothing. Absent: the credential's readers.",
     )
+    abstain = fields.BooleanField(required=False, default=False, help_text=ABSTAIN_HELP)
+    min_relevance = fields.FloatField(
+        required=False, min_value=-1.0, max_value=1_000.0, help_text=MIN_RELEVANCE_HELP
+    )
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        if "min_relevance" in attrs and attrs["mode"] not in ("keyword", "semantic"):
+            raise serializers.ValidationError({"min_relevance": MIN_RELEVANCE_HELP})
         if attrs["mode"] == "list" and "query" in attrs:
             raise serializers.ValidationError({"query": "mode 'list' takes no query."})
         if attrs["mode"] != "list" and not attrs.get("query", "").strip():
@@ -215,3 +231,9 @@ class RecallHitOutput(serializers.Serializer):
 
 class RecallOutput(serializers.Serializer):
     hits = RecallHitOutput(many=True)
+    reranker = serializers.ChoiceField(
+        choices=["applied", "skipped"],  # retrieval.cross_encoder's
+        required=False,
+        help_text="Only with the operator's cross-encoder, for a query: `applied` (hits in its"
+        " order), or `skipped` (slow or down: hits in the recall's own order).",
+    )

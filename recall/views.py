@@ -21,6 +21,7 @@ from recall.models import message_ref as message_ref_of
 from recall.querysets import Selection
 from recall.search import RecallQuery, recall_search
 from recall.serializers import (
+    MAX_TOP_K,
     AppendInput,
     AppendOutput,
     MessageDeleteOutput,
@@ -30,6 +31,7 @@ from recall.serializers import (
     RecallInput,
     RecallOutput,
 )
+from retrieval import cross_encoder
 
 ERRORS = {
     400: ErrorOutput,
@@ -193,6 +195,10 @@ class RecallView(AuditedView):
         data.is_valid(raise_exception=True)
         validated = data.validated_data
         principal = principal_of(request)
+        # the operator's cross-encoder reorders a deeper pool of a query's hits
+        top_k = validated["top_k"]
+        if validated["mode"] != "list":
+            top_k = cross_encoder.pool(top_k, MAX_TOP_K)
         hits = recall_search(
             request=RecallQuery(
                 tenant_id=principal.tenant_id,
@@ -202,13 +208,20 @@ class RecallView(AuditedView):
                     for s in validated["selections"]
                 ],
                 mode=validated["mode"],
-                top_k=validated["top_k"],
+                top_k=top_k,
                 roles=tuple(validated.get("roles", ["user"])),
                 query=validated.get("query"),
                 rerank=settings.RERANK,
                 narrowed_to=validated.get("readers"),
+                abstain=validated["abstain"],
+                min_relevance=validated.get("min_relevance"),
             )
         )
+        reranker = None
+        if validated["mode"] != "list":
+            hits, reranker = cross_encoder.reranked(
+                validated["query"], hits, lambda h: h.message.text, validated["top_k"]
+            )
         for hit in hits:
             self.audit.touch(
                 ids=[message_ref(hit.message.conversation, hit.message.sequence)],
@@ -220,7 +233,12 @@ class RecallView(AuditedView):
             "roles": list(validated.get("roles", ["user"])),
             "selections": len(validated["selections"]),
             "query": validated.get("query"),
+            "abstain": validated["abstain"],
+            "min_relevance": validated.get("min_relevance"),
         }
         if "readers" in validated:
             self.audit.query_snapshot["readers"] = readers_snapshot(validated["readers"])
-        return Response(RecallOutput({"hits": hits}).data)
+        body = RecallOutput({"hits": hits}).data
+        if reranker:
+            body["reranker"] = reranker
+        return Response(body)

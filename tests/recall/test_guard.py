@@ -5,18 +5,23 @@ from __future__ import annotations
 
 import itertools
 import uuid
+from datetime import timedelta
 
+from django.utils import timezone
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kindmem.access import Readers
 from recall.models import Conversation, Message
+from recall.search import temporal_leg
+from retrieval.temporal import Window
 from tests import factories
 from tests.oracles import RecallRow, is_recall_readable_by
 
 # ---- the Python reference, clause by clause (the seed's cases) ------------------------
 
 P, Q = str(uuid.uuid4()), str(uuid.uuid4())
+VECTOR = [1.0] + [0.0] * 383
 U = str(uuid.uuid4())
 
 
@@ -98,7 +103,13 @@ def test_the_sql_guard_equals_the_python_reference(world):
             user=user,
         )
         Message.objects.create(
-            tenant=world.tenant, conversation=conversation, sequence=1, role="user", text="hi"
+            tenant=world.tenant,
+            conversation=conversation,
+            sequence=1,
+            role="user",
+            text="hi",
+            embedding=VECTOR,
+            embedding_model="m",
         )
         rows.append(
             RecallRow(
@@ -108,6 +119,7 @@ def test_the_sql_guard_equals_the_python_reference(world):
                 user_id=str(user.id) if user else None,
             )
         )
+    today = Window(timezone.now() - timedelta(days=1), timezone.now() + timedelta(days=1))
     project_pool = [str(p1.id), str(p2.id), str(uuid.uuid4()), str(p1.id).upper(), "nope"]
     user_pool = [str(u1.id), str(u2.id), str(uuid.uuid4()), "", "x"]
     thread_pool = [r.conversation_id for r in rows[:6]] + ["t-none", ""]
@@ -148,6 +160,17 @@ def test_the_sql_guard_equals_the_python_reference(world):
         expected = {r.conversation_id for r in rows if is_recall_readable_by(r, readers)}
         assert in_sql == expected
         assert messages_in_sql == expected
+        # and the temporal arm's read (its own query over the guarded messages) likewise
+        dated = temporal_leg(
+            Message.objects.of_tenant(world.tenant.id)
+            .recall_readable_by(readers)
+            .select_related("conversation"),
+            100,
+            VECTOR,
+            "m",
+            today,
+        )
+        assert {m.conversation.thread_id for m, _ in dated} == expected
         if narrowed is None:
             return
         # and narrowed to other readers (a caller's `readers`), exactly what both may recall:

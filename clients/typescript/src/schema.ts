@@ -789,6 +789,13 @@ export interface components {
             rerankers: string[];
             /** @description Applied when a search names none. */
             default_rerankers: string[];
+            /** @description Retrieval arms on beside keyword and semantic (hybrid recall): `temporal` ranks what was said around a date the query names. */
+            arms: string[];
+            cross_encoder: components["schemas"]["CrossEncoderCapability"];
+            /** @description What `abstain` drops under: corpus.mode[.leg] -> the lowest leg score kept (BM25 for keyword, cosine for semantic; -1: no floor). */
+            relevance_floors: {
+                [key: string]: number;
+            };
             embedder: components["schemas"]["EmbedderCapability"];
             extraction: components["schemas"]["ExtractionCapability"];
             /** @description `PATCH /v1/facts/{id}` with `application/merge-patch+json`. */
@@ -807,6 +814,15 @@ export interface components {
          * @enum {string}
          */
         ChangeEnum: "changed" | "deleted" | "erased";
+        CrossEncoderCapability: {
+            /** @description The operator's `/rerank` server reorders searches' best hits (skipped, and said so in the answer, when it is slow or down). */
+            configured: boolean;
+            model: string | null;
+            /** @description How many hits it reorders. */
+            candidates: number;
+            /** @description How long a search waits for it. */
+            budget_ms: number;
+        };
         /** @description Rejects fields it does not declare, naming them: a typo is an error, not a no-op. */
         DecisionInputRequest: {
             /** @default  */
@@ -1104,9 +1120,26 @@ export interface components {
             top_k?: number;
             /** @description Narrow to these readers (the seed's `readers`): a hit is a fact these and the credential's readers may both read, guarded in the query before `top_k`; `{}`: tenant-wide facts only. Absent: the credential's readers. */
             readers?: components["schemas"]["ReadersInputRequest"];
+            /**
+             * @description Drop the hits under this deployment's calibrated relevance floors (per mode; hybrid: per leg), so a question nothing answers may get no hits: `capabilities` names the floors.
+             * @default false
+             */
+            abstain?: boolean;
+            /**
+             * Format: double
+             * @description Keyword and semantic only: drop hits whose score (BM25; cosine similarity) is under this. Hybrid's fused score is a rank, not a relevance: use `abstain` there.
+             */
+            min_relevance?: number;
         };
         FactSearchOutput: {
             hits: components["schemas"]["SearchHitOutput"][];
+            /**
+             * @description Only with the operator's cross-encoder: `applied` (hits in its order), or `skipped` (slow or down: hits in the search's own order).
+             *
+             *     * `applied` - applied
+             *     * `skipped` - skipped
+             */
+            reranker?: components["schemas"]["RerankerEnum"];
         };
         /** @description Rejects fields it does not declare, naming them: a typo is an error, not a no-op. */
         FactSupersedeInputRequest: {
@@ -1471,9 +1504,26 @@ export interface components {
             top_k?: number;
             /** @description Narrow to these readers (the seed's `readers`): a hit is a message of a conversation these and the credential's readers may both recall, guarded in the query before `top_k`; `{}` recalls nothing. Absent: the credential's readers. */
             readers?: components["schemas"]["ReadersInputRequest"];
+            /**
+             * @description Drop the hits under this deployment's calibrated relevance floors (per mode; hybrid: per leg), so a question nothing answers may get no hits: `capabilities` names the floors.
+             * @default false
+             */
+            abstain?: boolean;
+            /**
+             * Format: double
+             * @description Keyword and semantic only: drop hits whose score (BM25; cosine similarity) is under this. Hybrid's fused score is a rank, not a relevance: use `abstain` there.
+             */
+            min_relevance?: number;
         };
         RecallOutput: {
             hits: components["schemas"]["RecallHitOutput"][];
+            /**
+             * @description Only with the operator's cross-encoder, for a query: `applied` (hits in its order), or `skipped` (slow or down: hits in the recall's own order).
+             *
+             *     * `applied` - applied
+             *     * `skipped` - skipped
+             */
+            reranker?: components["schemas"]["RerankerEnum"];
         };
         RecalledMessageOutput: {
             conversation_id: string;
@@ -1524,6 +1574,12 @@ export interface components {
          * @enum {string}
          */
         RememberOutputOutcomeEnum: "created" | "superseded" | "replayed" | "unchanged";
+        /**
+         * @description * `applied` - applied
+         *     * `skipped` - skipped
+         * @enum {string}
+         */
+        RerankerEnum: "applied" | "skipped";
         /** @description Rejects fields it does not declare, naming them: a typo is an error, not a no-op. */
         RetentionInputRequest: {
             keep_days?: number | null;

@@ -23,6 +23,7 @@ __all__ = [
     "AuditTarget",
     "Capabilities",
     "ChangeEnum",
+    "CrossEncoderCapability",
     "DecisionInput",
     "DownloadLinks",
     "EmbedderCapability",
@@ -89,6 +90,7 @@ __all__ = [
     "Remember",
     "RememberInput",
     "RememberOutputOutcomeEnum",
+    "RerankerEnum",
     "Retention",
     "RetentionInput",
     "RetrievalCapability",
@@ -261,6 +263,9 @@ class Capabilities(TypedDict):
     recall: RetrievalCapability
     rerankers: list[str]
     default_rerankers: list[str]
+    arms: list[str]
+    cross_encoder: CrossEncoderCapability
+    relevance_floors: dict[str, float]
     embedder: EmbedderCapability
     extraction: ExtractionCapability
     merge_patch: bool
@@ -269,6 +274,13 @@ class Capabilities(TypedDict):
 
 
 ChangeEnum = Literal["changed", "deleted", "erased"]
+
+
+class CrossEncoderCapability(TypedDict):
+    configured: bool
+    model: str | None
+    candidates: int
+    budget_ms: int
 
 
 class DecisionInput(TypedDict):
@@ -474,6 +486,7 @@ class FactList(TypedDict):
 
 class FactSearch(TypedDict):
     hits: list[SearchHit]
+    reranker: NotRequired[RerankerEnum]
 
 
 class FactSearchInput(TypedDict):
@@ -487,6 +500,8 @@ class FactSearchInput(TypedDict):
     valid_at: NotRequired[str]
     top_k: NotRequired[int]
     readers: NotRequired[ReadersInput]
+    abstain: NotRequired[bool]
+    min_relevance: NotRequired[float]
 
 
 FactSearchInputModeEnum = Literal["keyword", "semantic", "hybrid"]
@@ -745,6 +760,7 @@ ReasonsEnum = Literal[
 
 class Recall(TypedDict):
     hits: list[RecallHit]
+    reranker: NotRequired[RerankerEnum]
 
 
 class RecallHit(TypedDict):
@@ -762,6 +778,8 @@ class RecallInput(TypedDict):
     query: NotRequired[str]
     top_k: NotRequired[int]
     readers: NotRequired[ReadersInput]
+    abstain: NotRequired[bool]
+    min_relevance: NotRequired[float]
 
 
 RecallInputModeEnum = Literal["list", "keyword", "semantic", "hybrid"]
@@ -803,6 +821,9 @@ class RememberInput(TypedDict):
 
 
 RememberOutputOutcomeEnum = Literal["created", "superseded", "replayed", "unchanged"]
+
+
+RerankerEnum = Literal["applied", "skipped"]
 
 
 class Retention(TypedDict):
