@@ -2,8 +2,9 @@
 read and write itself. Its run is one that credential could have minted (`acting_for`, the rule
 of `POST /v1/runs`): an app key's never names a Kindgi user, so a person's own facts never reach
 the model (the prompt is the scripted server's record), its answer, the notes the app reads, or
-that person's scope; and a Kindgi user's own conversation is not the app's to extract at all. The model here echoes every memory it was shown into one it writes, which
-is what a model talked into leaking would do."""
+that person's scope; and a Kindgi user's own conversation is not the app's to extract at all.
+The model here echoes every memory it was shown into one it writes, which is what a model
+talked into leaking would do."""
 
 from __future__ import annotations
 
