@@ -8,7 +8,8 @@ Readers are derived only from the credential, never from a request body:
   participants or threads: a person does not read an app's end users' private facts.
 - **app key** (acting for all end users of its projects): `project_ids` and
   `on_behalf_of_project_ids` = the key's projects, `org_ids` = their orgs. It reads every
-  participant's and thread's facts in those projects, and no Kindgi user's personal facts.
+  participant's and thread's facts in those projects, and no Kindgi user's personal facts,
+  conversations or runs (`kindmem.guards.recall_guard`).
 - **run token**: the run's containers only: `project_ids` = its project, `org_ids` = that
   project's org, and, where the run names them, `user_ids` = its user, `participant_ids` = its
   participant, `thread_ids` = its thread. Never `on_behalf_of_project_ids`: a run acts in one

@@ -1,7 +1,8 @@
 """The reader guards, compiled to SQL: the one definition of each, for every read path.
 
 - `fact_guard`: the seed's `isReadableBy` over a fact's scope columns.
-- `recall_guard`: the seed's `isRecallReadableBy` over a conversation's columns.
+- `recall_guard`: the seed's `isRecallReadableBy` over a conversation's columns, but for a
+  Kindgi user's own conversation, which acting for a project's end users does not open.
 - `run_guard`: the same recall rule applied to a run (a run always has a project).
 
 Each returns a `Q` over the row reached through `prefix` ("" on the row itself, "fact__" from a
@@ -132,9 +133,17 @@ def _recall_guard(readers: Readers, prefix: str, project_required: bool) -> Q:
 
     Stricter than facts': a conversation is always someone's. Its project must be one the
     readers have (or act in for every end user); then its person (the participant, else the
-    Kindgi user), its thread, or the project on behalf of all end users opens it. The `__in`
-    tests are false for NULL columns, which is the seed's "`id !== undefined`". A run always
-    has a project (`project_required`): a NULL project then opens nothing.
+    Kindgi user), its thread, or the project on behalf of all end users opens it, the last
+    unless its person is a Kindgi user (see below). The `__in` tests are false for NULL
+    columns, which is the seed's "`id !== undefined`". A run always has a project
+    (`project_required`): a NULL project then opens nothing.
+
+    Where kindmem departs from the seed: the seed's `onBehalf` opens every conversation of the
+    project, a Kindgi user's own (a user and no participant) included. An app's key acts for
+    its project's end users and never reads a Kindgi user's personal scope (DESIGN rule 1;
+    `_fact_guard` keeps that user's facts from it already), so here acting on behalf opens an
+    end user's conversation or no one's, never a Kindgi user's; that user's own readers
+    (`user_ids`), or being in it (`thread_ids`), still do. The same for a run and its log.
     """
     if readers.all:
         return Q()
@@ -158,7 +167,9 @@ def _recall_guard(readers: Readers, prefix: str, project_required: bool) -> Q:
         person.append(column(thread_id__in=sorted(readers.thread_ids)))
     branches = [project_ok & reduce(or_, person)] if person else []
     if on_behalf:
-        branches.insert(0, column(project_id__in=on_behalf))
+        # an end user's, or no one's: not a Kindgi user's own (user set, no participant)
+        not_a_kindgi_users = column(participant_id__isnull=False) | column(user_id__isnull=True)
+        branches.insert(0, column(project_id__in=on_behalf) & not_a_kindgi_users)
     if not branches:
         return NOTHING
     return reduce(or_, branches)

@@ -11,6 +11,11 @@ thread id must not be a capability. The rule, checked wherever a thread is named
 - a **fact** scoped to a thread names the thread's project, and no person or the thread's.
 
 The first of these to name a thread records it (`Thread`); a unique key settles a race.
+
+Known gap (red team finding 7, open): thread ids are one namespace per tenant, so a refused
+claim tells the caller that the id is taken, by another project or person, where a fresh id
+gets 201. Answering both alike needs thread ids (`Thread`, `Conversation`) keyed per project,
+not a different refusal here.
 """
 
 from __future__ import annotations

@@ -65,7 +65,8 @@ def conversation_append(
     A run writes only to its own conversation (its `thread_id`), which it creates from its own
     containers; an app writes to conversations of its projects, naming agent and project when
     its write creates one, and naming only people it stands for (`acting_check`: never a
-    Kindgi user). Another project's conversation is `not-found`, as a missing one is. Refused,
+    Kindgi user). Another project's conversation, or a Kindgi user's own (the recall guard),
+    is `not-found`, as a missing one is. Refused,
     with nothing written, while an erasure holds the person or the conversation. Texts are
     embedded BEFORE the transaction, so no network call is made under the conversation's row
     lock.

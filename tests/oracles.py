@@ -7,7 +7,10 @@
 - `is_recall_readable_by`: its `isRecallReadableBy`, over a conversation (`RecallRow`).
   Stricter than facts': a conversation is always someone's, so an app's credential never
   opens an end user's conversation through `user_ids`, only `on_behalf_of_project_ids`.
-- `is_run_readable_by`: the recall rule applied to a run (a run always has a project).
+  One case departs from the seed: acting for a project's end users opens no Kindgi user's own
+  conversation (a user and no participant), as DESIGN rule 1 asks (`_of_a_kindgi_user`).
+- `is_run_readable_by`: the recall rule applied to a run (a run always has a project), with
+  the same departure.
 - `memory_file_problems`: `@fgv/ts-agent-memory`'s parsing of a memory file (below): every file
   kindmem writes must pass it, and kindmem's import refuses every file it refuses.
 """
@@ -62,8 +65,19 @@ def _has(ids: Collection[str], value: str | None) -> bool:
     return value is not None and value in ids
 
 
+def _of_a_kindgi_user(participant_id: str | None, user_id: str | None) -> bool:
+    """Whether a conversation's (or a run's) person is a Kindgi user: a user and no end user.
+
+    The seed's `isRecallReadableBy` lets `onBehalf` (an app acting for its project's end users)
+    open it. kindmem does not: an app's key acts for its end users only and never reads a Kindgi
+    user's personal scope (DESIGN rule 1), as `is_readable_by` already keeps that user's facts
+    from it; the seed's guard would hand the same person's conversations and run log to it."""
+    return participant_id is None and user_id is not None
+
+
 def is_recall_readable_by(row: RecallRow, readers: Readers) -> bool:
-    """Whether `readers` may recall a message of this conversation (the seed, case for case)."""
+    """Whether `readers` may recall a message of this conversation (the seed, case for case,
+    but for a Kindgi user's own conversation: `_of_a_kindgi_user`)."""
     if readers.all:
         return True
     project = row.project_id
@@ -76,13 +90,15 @@ def is_recall_readable_by(row: RecallRow, readers: Readers) -> bool:
         is_person = _has(readers.participant_ids, row.participant_id)
     else:
         is_person = _has(readers.user_ids, row.user_id)
-    return is_person or _has(readers.thread_ids, row.conversation_id) or on_behalf
+    # Acting for every end user opens every end user's, and no one's; not a Kindgi user's.
+    for_end_users = on_behalf and not _of_a_kindgi_user(row.participant_id, row.user_id)
+    return is_person or _has(readers.thread_ids, row.conversation_id) or for_end_users
 
 
 def is_run_readable_by(run: dict[str, Any], readers: Readers) -> bool:
-    """Python reference of `run_readable_q`, case for case from the seed's `isRecallReadableBy`
-    (a run always has a project). `run` maps project_id, participant_id, user_id, thread_id to
-    strings or None. Used by tests only."""
+    """Python reference of `kindmem.guards.run_guard`: the seed's `isRecallReadableBy` (a run
+    always has a project), with `is_recall_readable_by`'s departure for a Kindgi user's run.
+    `run` maps project_id, participant_id, user_id, thread_id to strings or None."""
     if readers.all:
         return True
 
@@ -97,7 +113,8 @@ def is_run_readable_by(run: dict[str, Any], readers: Readers) -> bool:
         is_person = has(readers.participant_ids, run["participant_id"])
     else:
         is_person = has(readers.user_ids, run["user_id"])
-    return is_person or has(readers.thread_ids, run["thread_id"]) or on_behalf
+    for_end_users = on_behalf and not _of_a_kindgi_user(run["participant_id"], run["user_id"])
+    return is_person or has(readers.thread_ids, run["thread_id"]) or for_end_users
 
 
 # ---- the 003 seed's memory files (@fgv/ts-agent-memory) -----------------------------------------

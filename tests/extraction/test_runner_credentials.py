@@ -2,8 +2,9 @@
 read and write itself. Its run is one that credential could have minted (`acting_for`, the rule
 of `POST /v1/runs`): an app key's never names a Kindgi user, so a person's own facts never reach
 the model (the prompt is the scripted server's record), its answer, the notes the app reads, or
-that person's scope. The model here echoes every memory it was shown into one it writes, which
-is what a model talked into leaking would do."""
+that person's scope; and a Kindgi user's own conversation is not the app's to extract at all.
+The model here echoes every memory it was shown into one it writes, which is what a model
+talked into leaking would do."""
 
 from __future__ import annotations
 
@@ -12,8 +13,7 @@ from typing import Any
 import pytest
 from django.urls import reverse
 
-from extraction.models import ExtractionDecision, ExtractionJob, ExtractionSettings, JobStatus
-from facts.models import Fact, Revision
+from extraction.models import ExtractionJob, ExtractionSettings, JobStatus
 from facts.services import fact_create
 from recall.models import Conversation, Message
 from tests import factories
@@ -71,37 +71,23 @@ def job_ran(api: Any, headers: dict[str, str], conversation_id: str) -> Extracti
     return run_task(ExtractionJob.objects.get(pk=response.json()["job"]["id"]))
 
 
-def test_an_apps_extraction_of_a_users_conversation_never_shows_the_model_their_own_facts(
-    api, llm, person
-):
-    # given the user's own conversation, which an app key of the project may recall
+def test_an_app_may_not_extract_a_users_own_conversation(api, llm, person):
+    # given the user's own conversation, in a project of the app key
     messages_post(api, person.mine.headers, "conv-mine", ("user", "I sleep badly lately."))
     echo_every_memory(llm)
-    # when the app key asks for its extraction
-    job = job_ran(api, person.app.headers, "conv-mine")
-    # then the model was shown none of the user's own facts, nor offered the user's types
-    [chat] = llm.chats
-    document = shown(chat["json"])
-    assert SECRET not in chat["json"]["messages"][1]["content"]
-    assert document["existing_memories"] == []
-    assert sorted(t["type"] for t in document["memory_types"]) == ["insight"]
-    # and the job's run stands for no person and no thread the app does not stand for
-    assert (job.status, job.run.user_id, job.run.participant_id, job.run.thread_id) == (
-        JobStatus.APPLIED,
-        None,
-        None,
-        None,
+    # when the app key asks for its extraction, and reads its extractions
+    response = extract(api, person.app.headers, "conv-mine")
+    notes = api.get(
+        reverse("conversation-extract", kwargs={"conversation_id": "conv-mine"}),
+        **person.app.headers,
     )
-    # and what the app reads back (its notes: the decisions, the memories) holds none of it
-    path = reverse("conversation-extract", kwargs={"conversation_id": "conv-mine"})
-    notes = api.get(path, **person.app.headers)
-    assert notes.status_code == 200
-    assert SECRET not in notes.content.decode()
-    assert not ExtractionDecision.objects.filter(text__contains=SECRET).exists()
-    assert Revision.objects.filter(content__text__contains=SECRET).count() == 1  # the user's own
-    assert list(Fact.objects.filter(user_id=person.user.id).values_list("type", flat=True)) == [
-        "profile"
-    ]
+    # then both are not found, as for a conversation that does not exist (an app's key acts for
+    # its end users, never a Kindgi user: DESIGN rule 1), and nothing is queued or shown
+    missing = extract(api, person.app.headers, "conv-nope")
+    assert (response.status_code, response.json()) == (404, missing.json())
+    assert notes.status_code == 404
+    assert not ExtractionJob.objects.exists()
+    assert llm.chats == []
 
 
 def test_the_users_own_run_asking_shows_the_model_their_facts(api, llm, person):
@@ -117,12 +103,9 @@ def test_the_users_own_run_asking_shows_the_model_their_facts(api, llm, person):
     assert (job.status, job.run.user_id) == (JobStatus.APPLIED, person.user.id)
 
 
-def test_a_conversation_an_app_opened_for_a_user_before_the_rule_is_extracted_without_them(
-    api, llm, person
-):
-    # given a conversation an app opened naming the user, as the service allowed before, and a
-    # model that insists on writing the user's own type
-    Conversation.objects.create(
+def test_a_conversation_an_app_opened_for_a_user_before_the_rule_is_not_the_apps(api, llm, person):
+    # given a conversation an app opened naming the user, as the service allowed before
+    conversation = Conversation.objects.create(
         tenant=person.tenant,
         thread_id="conv-old",
         agent=person.agent,
@@ -132,39 +115,30 @@ def test_a_conversation_an_app_opened_for_a_user_before_the_rule_is_extracted_wi
     )
     Message.objects.create(
         tenant=person.tenant,
-        conversation=Conversation.objects.get(thread_id="conv-old"),
+        conversation=conversation,
         sequence=1,
         role="user",
         text="I sleep badly lately.",
     )
-    echo_every_memory(llm, "profile")
-    before = Revision.objects.count()
-    # when the app asks for its extraction
-    job = job_ran(api, person.app.headers, "conv-old")
-    # then the model saw nothing of the user's, and its answer is refused whole: nothing lands
-    # in the user's scope (the type was not offered)
-    assert SECRET not in llm.chats[0]["json"]["messages"][1]["content"]
-    assert (job.status, job.error_code) == (JobStatus.REFUSED, "undeclared-type")
-    assert Revision.objects.count() == before
-    assert not ExtractionDecision.objects.exists()
+    # when the app asks for its extraction, then it is not found: it is the user's own
+    assert extract(api, person.app.headers, "conv-old").status_code == 404
+    assert not ExtractionJob.objects.exists()
+    assert llm.chats == []
 
 
-def test_extraction_after_an_apps_append_stands_for_what_the_app_does(api, llm, person):
+def test_an_apps_append_to_a_users_conversation_queues_no_extraction(api, llm, person):
     # given the user's own conversation, and extraction after each append for its agent
     messages_post(api, person.mine.headers, "conv-mine", ("user", "I sleep badly lately."))
     ExtractionSettings.objects.create(
         tenant=person.tenant, extract_after_append=[person.agent.agent_id]
     )
-    # when the app appends to it
-    assert messages_post(api, person.app.headers, "conv-mine", ("agent", "Noted.")).status_code == (
-        201
-    )
-    # then the job that append queued runs as a run the app could have minted
-    job = ExtractionJob.objects.get()
-    assert (job.requested_by, job.run.user_id, job.run.thread_id) == ("after-append", None, None)
-    echo_every_memory(llm)
-    run_task(job)
-    assert SECRET not in llm.chats[0]["json"]["messages"][1]["content"]
+    ExtractionJob.objects.all().delete()  # the user's own run's append may have queued one
+    # when the app appends to it: not found, as a conversation that does not exist
+    appended = messages_post(api, person.app.headers, "conv-mine", ("agent", "Noted."))
+    assert appended.status_code == 404
+    # then nothing was written, nor queued
+    assert Message.objects.filter(conversation__thread_id="conv-mine").count() == 1
+    assert not ExtractionJob.objects.exists()
 
 
 def test_a_run_asking_for_another_conversation_of_its_person_gets_no_thread_of_that_one(

@@ -172,9 +172,9 @@ def world_built_read_and_compared(
     assert e2e.disagreements == []
     assert total >= MIN_PAIRS, total
     assert set(states) >= {"live", "superseded", "deleted", "expired", "pending", "rejected"}
-    # an app key asked for the extraction of a Kindgi user's own conversation while that user
-    # had live personal facts of a declared type: the case where they must not reach the model
-    assert e2e.pairs["extract-personal-exposed"] > 0
+    # an app key asked for the extraction of a Kindgi user's own conversation in one of its
+    # projects (answered not found, as any unrecallable one: checked above)
+    assert e2e.pairs["extract-users-own"] > 0
     # the extraction route answered every way it may: queued, up to date, forbidden, not found,
     # unauthenticated, and erasure-in-progress when a held conversation was there to ask for
     held = any(t.conversation_held(c) for t in (a, b) for c in t.convs.values())

@@ -63,6 +63,18 @@ def test_acting_for_every_end_user_of_the_project_reads_it():
     assert not is_recall_readable_by(RecallRow("t", Q, "a"), readers)
 
 
+def test_acting_for_every_end_user_opens_no_kindgi_users_own_conversation():
+    # an app key's readers: its projects, on behalf of all their end users (kindmem.access)
+    app = Readers(project_ids=frozenset({P}), on_behalf_of_project_ids=frozenset({P}))
+    # a Kindgi user's own (no end user): not the app's, against the seed (DESIGN rule 1)
+    assert not is_recall_readable_by(RecallRow("t", P, None, U), app)
+    # an end user's is the app's, whichever Kindgi user its turns also acted for
+    assert is_recall_readable_by(RecallRow("t", P, "a", U), app)
+    # and the user still reads their own, in the same project
+    user = Readers(project_ids=frozenset({P}), user_ids=frozenset({U}))
+    assert is_recall_readable_by(RecallRow("t", P, None, U), user)
+
+
 def test_a_conversation_without_project_opens_only_by_its_person_or_itself():
     assert is_recall_readable_by(RecallRow("t", None, "a"), Readers(participant_ids=frozenset("a")))
     assert is_recall_readable_by(RecallRow("t", None), Readers(thread_ids=frozenset({"t"})))
@@ -127,7 +139,9 @@ def test_the_sql_guard_equals_the_python_reference(world):
     def ids(pool: list[str]) -> st.SearchStrategy[frozenset[str]]:
         return st.frozensets(st.sampled_from(pool), max_size=3)
 
-    readers_strategy = st.builds(
+    # any readers, and an app key's as `readers_for` makes them (its projects, on behalf of
+    # their end users): over the Kindgi users' own conversations of its projects too
+    any_readers = st.builds(
         Readers,
         all=st.sampled_from([False] * 9 + [True]),
         project_ids=ids(project_pool),
@@ -137,6 +151,10 @@ def test_the_sql_guard_equals_the_python_reference(world):
         thread_ids=ids(thread_pool),
         on_behalf_of_project_ids=ids(project_pool),
     )
+    app_readers = ids(project_pool).map(
+        lambda p: Readers(project_ids=p, on_behalf_of_project_ids=p)
+    )
+    readers_strategy = st.one_of(any_readers, app_readers)
 
     @settings(
         max_examples=400,

@@ -75,6 +75,10 @@ def readers_from(data: st.DataObject, names: dict[str, list[str]]) -> Readers:
     def some(kind: str) -> frozenset[str]:
         return frozenset(data.draw(st.sets(st.sampled_from(names[kind]), max_size=3)))
 
+    if data.draw(st.integers(0, 3)) == 0:
+        # an app key's, as `readers_for` makes them: over the Kindgi users' runs of its projects
+        projects = some("project")
+        return Readers(project_ids=projects, on_behalf_of_project_ids=projects)
     return Readers(
         all=data.draw(st.integers(0, 9)) == 0,  # rarely: it admits everything
         project_ids=some("project"),

@@ -7,8 +7,9 @@ What the reference allows, per (credential, conversation):
 
 - an admin's or a Kindgi user's key: 403 `forbidden` (only a run or an app asks; the role is
   checked before any conversation is looked up, so it says nothing about the conversation);
-- a run or an app key, a conversation it may not recall (`isRecallReadableBy`), or another
-  tenant's: 404, as one that does not exist;
+- a run or an app key, a conversation it may not recall (`isRecallReadableBy`; for an app
+  key, a Kindgi user's own conversation in its projects too), or another tenant's: 404, as
+  one that does not exist;
 - one it may recall whose person or conversation an erasure holds: `POST` 409
   `erasure-in-progress` (nothing is queued), `GET` 404 (a held person's rows read as nothing);
 - one it may recall: `POST` 202 `queued` with a job for messages 1..last the first time,
@@ -46,9 +47,6 @@ from tests.oracles import is_recall_readable_by
 ENDPOINT = "TASK extract_conversation"
 
 
-DECLARED = {d["type"] for d in DECLARATIONS}
-
-
 def offered(run: RunM) -> list[str]:
     """The declared types a job's run has a place for (`remember_scope`): a participant's,
     a user's and a thread's only where the run names one."""
@@ -83,12 +81,15 @@ class Extractions(Driver):
         not_mine = [c for c in t.convs.values() if c not in guarded]
         theirs = [c for c in other.convs.values() if c.thread not in t.convs]
         picked = rng.sample(mine, min(2, len(mine))) + rng.sample(held, min(1, len(held)))
-        # an app key and a Kindgi user's own conversation (which it may recall): the case where
-        # the user's personal facts must not reach the model
-        users_own = [c for c in mine if c.user and not c.participant and c not in picked]
+        # an app key and a Kindgi user's own conversation in one of its projects: not the
+        # app's (DESIGN rule 1), so not found, and nothing of that user's reaches the model
+        users_own = [
+            c for c in not_mine if c.user and not c.participant and c.project in cred.project_ids
+        ]
         if cred.kind == "app" and users_own:
             picked.append(rng.choice(users_own))
-        picked += rng.sample(not_mine, min(2, len(not_mine)))
+        rest = [c for c in not_mine if c not in picked]
+        picked += rng.sample(rest, min(2, len(rest)))
         return picked + rng.sample(theirs, min(1, len(theirs)))
 
     def extract_ask(self, cred: Cred, conv: ConvM, jobs: dict[str, str]) -> None:
@@ -102,6 +103,14 @@ class Extractions(Driver):
                 self.refused(route, cred, response, 403, "forbidden", f"extracts {conv.thread}")
             return
         recallable = conv.tenant is t and is_recall_readable_by(conv.row, cred.readers)
+        users_own = conv.user is not None and conv.participant is None
+        if (
+            cred.kind == "app"
+            and conv.tenant is t
+            and conv.project in cred.project_ids
+            and users_own
+        ):
+            self.pairs["extract-users-own"] += 1  # a Kindgi user's, in its project: not found
         if not recallable:
             self.not_found("extract", cred, post, f"extracts {conv.thread}")
             self.not_found("extractions", cred, get, f"reads extractions of {conv.thread}")
@@ -246,13 +255,6 @@ class Extractions(Driver):
         what an app key's extraction of `thread` showed the model or answered the app."""
         personal = [f for f in t.facts if f.scope.get("user_id")]
         seen = [f.id for f in personal if any(r.text in text for r in f.revisions)]
-        # what a run naming the conversation's Kindgi user would have shown: the test's reach
-        conv = t.convs[thread]
-        self.pairs["extract-personal-exposed"] += sum(
-            1
-            for f in personal
-            if f.scope["user_id"] == conv.user and f.live is not None and f.type in DECLARED
-        )
         self.check(
             "extract-personal",
             not seen,

@@ -24,7 +24,7 @@ from tests.hardening.access_e2e.model import (
     TenantM,
     id_set,
 )
-from tests.oracles import is_run_readable_by
+from tests.oracles import is_recall_readable_by, is_run_readable_by
 
 
 class TenantsBuild(Driver):
@@ -358,10 +358,16 @@ class TenantsBuild(Driver):
                 thread = t.new_thread()
                 t.threads[thread] = (project, person)
                 self.messages_post(app, thread, rng.randint(2, 4), start=start)
-            # and an app adds to a conversation of one of its projects
+            # and an app adds to a conversation of one of its projects: an end user's, or no
+            # one's; a Kindgi user's own is 404, as one that does not exist (DESIGN rule 1)
             theirs = [c for c in t.convs.values() if c.project in app.project_ids]
             if theirs:
-                self.messages_post(app, rng.choice(theirs).thread, 1)
+                conv = rng.choice(theirs)
+                want = 201 if is_recall_readable_by(conv.row, app.readers) else 404
+                self.messages_post(app, conv.thread, 1, want=want)
+            owns = [c for c in theirs if c.participant is None and c.user is not None]
+            if owns:
+                self.messages_post(app, rng.choice(owns).thread, 1, want=404)
         # refused: a person's key appends; a run appends to another conversation; an app to a
         # conversation of a project it does not act for (404, as one that does not exist)
         conv = rng.choice(list(t.convs.values()))
@@ -394,7 +400,13 @@ class TenantsBuild(Driver):
         run = rng.choice(t.runs)
         for app in t.cred("app"):
             if run.project in app.project_ids:
-                self.log_append(app, run)  # an app key appends to a run of its projects
+                # an app key appends to a run of its projects, but for a Kindgi user's (404)
+                self.log_append(app, run, want=201 if self.run_sees(app, run) else 404)
+                break
+        for app in t.cred("app"):
+            owns = [r for r in t.runs if r.project in app.project_ids and r.user is not None]
+            if owns:
+                self.log_append(app, rng.choice(owns), want=404)  # a Kindgi user's own run
                 break
         # refused: a run appends to another run; a key that cannot read the run
         others = [r for r in t.runs if r is not run]
