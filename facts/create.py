@@ -87,7 +87,9 @@ def fact_create(
     A current fact of the same type, scope and slot whose content and validity hash equally is
     returned unchanged (the 003 seed's content dedup): writing the same thing twice is one fact.
     When the write brings something the fact lacks (a retention field, tags, subjects, a source),
-    that fact's next revision applies it (`fact_supersede`, outcome `superseded`).
+    that fact's next revision applies it (`fact_supersede`, outcome `superseded`). A keyed
+    write whose slot (type, key, exact scope) a live fact already holds is that fact's next
+    revision too, under the supersede rules (`_write_into_slot`), never a second fact.
     Refused with `erasure-in-progress` for a held person, and with `forbidden` for a scope the
     writer could not read or a retention or subject it may not set (`facts.authority`); in
     each case nothing is written. `step_id` and `tool_call_id` are

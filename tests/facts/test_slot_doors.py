@@ -13,13 +13,20 @@ drives them through a real server."""
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
+from unittest import mock
 
 import pytest
 from asgiref.sync import async_to_sync
+from django.db import connection
+from django.test import override_settings
+from rest_framework.test import APIClient
 
+from facts import create as create_module
 from facts import services
 from facts.models import Fact, Revision, Subject, WritePolicy
 from tests import factories
@@ -324,3 +331,44 @@ def test_over_mcp_a_run_neither_shadows_nor_deletes_an_apps_slot(transactional_d
     assert seen["remembered"]["status"] == "pending-review"
     assert seen["deleted"]["error"]["code"] == "forbidden", seen["deleted"]
     assert [(f["id"], f["content"]) for f in seen["slot"]["facts"]] == [(str(holder.fact_id), OLD)]
+
+
+@pytest.mark.django_db(transaction=True)
+@override_settings(CACHES={"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}})
+def test_concurrent_first_writes_of_one_slot_make_one_fact() -> None:
+    # given: an empty slot, and six clients posting six values of it at once, each held before
+    # it looks for the slot's holder until all six have passed their dedup (so none can have
+    # seen another's fact: only the slot's lock can make them one)
+    tenant = factories.tenant_create()
+    project = factories.project_create(tenant)
+    # six apps' keys: one key's requests already queue on its row (its use is recorded)
+    apps = [factories.app_key_create(tenant, [project]) for _ in range(6)]
+    scope = {"project_id": str(project.id), "participant_id": "participant-1"}
+    all_looked = threading.Barrier(6, timeout=30)
+    real = create_module.slot_holder
+
+    def holder_after_everyone_looked(*args: Any, **kwargs: Any) -> Any:
+        all_looked.wait()
+        return real(*args, **kwargs)
+
+    def call(n: int) -> tuple[int, dict[str, Any]]:
+        body = {"type": "plan", "key": KEY, "content": {"plan": f"v{n}"}, "scope": scope}
+        try:
+            response = APIClient().post("/v1/facts", body, format="json", **apps[n].headers)
+            return response.status_code, response.json()
+        finally:
+            connection.close()
+
+    # when: they all write
+    with (
+        mock.patch.object(create_module, "slot_holder", holder_after_everyone_looked),
+        ThreadPoolExecutor(max_workers=6) as pool,
+    ):
+        answers = list(pool.map(call, range(6)))
+
+    # then: one fact, whose six revisions are the six values in turn, one of them current
+    assert sorted(a["outcome"] for _, a in answers) == ["created"] + ["superseded"] * 5, answers
+    assert {a["fact"]["id"] for _, a in answers} == {str(Fact.objects.get(tenant=tenant).pk)}
+    revisions = Revision.objects.filter(tenant=tenant)
+    assert sorted(r.version for r in revisions) == [1, 2, 3, 4, 5, 6]
+    assert revisions.filter(invalidated_at__isnull=True).count() == 1
