@@ -7,8 +7,8 @@ zip of them) x what the slot holds (the writer's own value, an app's asserted va
 value, a type whose write policy keeps the field immutable), each case asserts the answer and
 that a second reader (another run of the same person) reads exactly one value in the slot:
 the new one where the write lands, the old one where it waits for review or is refused (and
-then nothing at all is written). MCP's doors call the same routes in-process; one scenario
-drives them through a real server."""
+then nothing at all is written). MCP's doors call the same routes in-process: a real server
+drives them in test_slot_doors_mcp.py."""
 
 from __future__ import annotations
 
@@ -21,7 +21,6 @@ from typing import Any
 from unittest import mock
 
 import pytest
-from asgiref.sync import async_to_sync
 from django.db import connection
 from django.test import override_settings
 from rest_framework.test import APIClient
@@ -32,8 +31,6 @@ from facts.models import Fact, Revision, Subject, WritePolicy
 from tests import factories
 from tests.approvals.conftest import declare
 from tests.facts.memory_file_requests import import_files, memory, zipped
-from tests.kindmem.test_mcp import mcp_client, outcome
-from tests.processes import asgi_server
 
 CREDS = ["admin", "user", "app", "run"]
 DOORS = ["post", "import-markdown", "import-zip"]
@@ -218,7 +215,7 @@ def test_a_runs_write_leaves_another_agents_slot_alone(api: Any, world: Any) -> 
     theirs = services.fact_create(
         principal=other.principal, type="plan", key=KEY, content=OLD, scope=scope
     ).revision
-    run = factories.run_create(world.app, world.project)
+    run = factories.run_create(world.app, world.project, agent=world.agent)
     # when: this agent's run posts its own value of the key
     status, body = _post(api, Case(run, scope, "", "plan", NEW, run))
     # then: its own fact, the other agent's untouched (a run never alters another agent's)
@@ -273,64 +270,6 @@ def test_a_runs_delete_of_an_asserted_fact_is_refused(
     else:
         assert answer.status_code == 200, answer.json()
         assert _slot(api, c) == []
-
-
-def test_over_mcp_a_run_neither_shadows_nor_deletes_an_apps_slot(transactional_db: None) -> None:
-    # given: an app's value of a slot about participant p-a, and two runs of p-a
-    tenant = factories.tenant_create()
-    project = factories.project_create(tenant)
-    app = factories.app_key_create(tenant, [project])
-    agent = declare(factories.agent_create(tenant))
-    agent.memory_declarations = [{"type": "plan", "scope": "participant", "keep_days": 30}]
-    agent.save()
-    run = factories.run_create(app, project, agent=agent, participant_id="p-a")
-    reader = factories.run_create(app, project, agent=agent, participant_id="p-a")
-    scope = {"project_id": str(project.id), "participant_id": "p-a"}
-    holder = services.fact_create(
-        principal=app.principal, type="plan", key=KEY, content=OLD, scope=scope
-    ).revision
-    file = memory(
-        "mcp-file",
-        json.dumps(NEW),
-        entityId=KEY,
-        kind="plan",
-        kindmem={"body": "json", "key": KEY, "scope": scope},
-    )
-
-    with asgi_server() as base:
-
-        @async_to_sync
-        async def scenario() -> dict[str, Any]:
-            seen: dict[str, Any] = {}
-            async with mcp_client(base, run.token) as agent_run:
-                seen["imported"] = outcome(
-                    await agent_run.call_tool("import_memory_file", {"file": file})
-                )
-                seen["remembered"] = outcome(
-                    await agent_run.call_tool(
-                        "remember",
-                        {"type": "plan", "key": KEY, "text": "Free plan.", "tool_call_id": "m-1"},
-                    )
-                )
-                seen["deleted"] = outcome(
-                    await agent_run.call_tool("delete_memory", {"memory_id": str(holder.fact_id)})
-                )
-            async with mcp_client(base, reader.token) as other:
-                seen["slot"] = outcome(await other.call_tool("list_memories", {"type": "plan"}))
-            return seen
-
-        seen = scenario()
-
-    # then: the import and the remember are the app's fact's next values, waiting for review;
-    # the delete is refused; the other run reads the app's value, alone
-    [file_outcome] = seen["imported"]["files"]
-    assert file_outcome["outcome"] == "superseded", seen["imported"]
-    assert file_outcome["fact_id"] == str(holder.fact_id)
-    assert "asserted-overwrite" in _reasons(file_outcome)
-    assert seen["remembered"]["fact"]["id"] == str(holder.fact_id), seen["remembered"]
-    assert seen["remembered"]["status"] == "pending-review"
-    assert seen["deleted"]["error"]["code"] == "forbidden", seen["deleted"]
-    assert [(f["id"], f["content"]) for f in seen["slot"]["facts"]] == [(str(holder.fact_id), OLD)]
 
 
 @pytest.mark.django_db(transaction=True)
