@@ -16,7 +16,9 @@ the current revision. A write that names a field with the value it already has t
 
 Whether an agent's overwrite of a person's or an app's fact waits for review is decided here
 too (`overwrite_reasons`), beside who may change what, since it is the same question: a run
-may propose a change of an asserted fact, never make one on its own.
+may propose a change of an asserted fact, never make one on its own; nor delete it
+(`check_run_may_delete`). A keyed write into a slot a live fact holds reaches all of this as
+that fact's supersede (`facts.create`, `facts.slots.slot_holder`), never as a new fact.
 """
 
 from __future__ import annotations
