@@ -121,6 +121,16 @@ def same_value(
     )
 
 
+def _canonical(value: Any) -> str:
+    """A scope value as the slot's lock names it: a UUID in one spelling, whoever wrote it."""
+    if value is None:
+        return ""
+    try:
+        return str(uuid.UUID(str(value)))
+    except ValueError:
+        return str(value)
+
+
 def slot_holder(
     tenant_id: uuid.UUID,
     type: str,
@@ -145,7 +155,7 @@ def slot_holder(
     same = {c: v for c, v in resolved.items() if v is not None}
     empty = {f"{c}__isnull": True for c, v in resolved.items() if v is None}
     identity = "\x1f".join(
-        [str(tenant_id), type, key, *(f"{c}={resolved.get(c) or ''}" for c in sorted(resolved))]
+        [str(tenant_id), type, key, *(f"{c}={_canonical(resolved[c])}" for c in sorted(resolved))]
     )
     with connection.cursor() as cursor:
         cursor.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", [identity])
