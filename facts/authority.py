@@ -16,7 +16,9 @@ the current revision. A write that names a field with the value it already has t
 
 Whether an agent's overwrite of a person's or an app's fact waits for review is decided here
 too (`overwrite_reasons`), beside who may change what, since it is the same question: a run
-may propose a change of an asserted fact, never make one on its own.
+may propose a change of an asserted fact, never make one on its own; nor delete it
+(`check_run_may_delete`). A keyed write into a slot a live fact holds reaches all of this as
+that fact's supersede (`facts.create`, `facts.slots.slot_holder`), never as a new fact.
 """
 
 from __future__ import annotations
@@ -285,3 +287,21 @@ def overwrite_reasons(principal: Principal, current: Revision | None) -> list[st
     if current.attributed_kind != AttributionKind.AGENT:
         return [ASSERTED_OVERWRITE]
     return []
+
+
+def check_run_may_delete(principal: Principal, current: Revision) -> None:
+    """A run's delete of a fact a person, an app or staff asserted is refused (403
+    `forbidden`, nothing changed), where its overwrite of the same value waits for review
+    (`overwrite_reasons`): the same question, the same value, answered as strictly. Refused
+    rather than reviewed because a deletion has nothing to wait beside: an overwrite's pending
+    value leaves the asserted one readable until a reviewer approves, while a pending delete
+    would need a tombstone revision the approval queue, its compare-and-swap and every reader
+    would have to learn, for a write a run never needs to make alone. A run that holds the
+    value wrong writes the right one (it waits, `asserted-overwrite`); the asserter deletes."""
+    if principal.kind != PrincipalKind.RUN or current.attributed_kind == AttributionKind.AGENT:
+        return
+    raise Forbidden(
+        "This fact was asserted by a person, an app or staff: a run never deletes it (write its"
+        " new value instead; that waits for review).",
+        details={"attributed_to": [str(current.attributed_kind)]},
+    )

@@ -44,6 +44,7 @@ from facts.scopes import (
     scope_of,
     scope_queries,
 )
+from facts.slots import slot_holder
 from facts.supersede import adds_to, fact_supersede
 from facts.write_policy import (
     cap_of,
@@ -86,7 +87,9 @@ def fact_create(
     A current fact of the same type, scope and slot whose content and validity hash equally is
     returned unchanged (the 003 seed's content dedup): writing the same thing twice is one fact.
     When the write brings something the fact lacks (a retention field, tags, subjects, a source),
-    that fact's next revision applies it (`fact_supersede`, outcome `superseded`).
+    that fact's next revision applies it (`fact_supersede`, outcome `superseded`). A keyed
+    write whose slot (type, key, exact scope) a live fact already holds is that fact's next
+    revision too, under the supersede rules (`_write_into_slot`), never a second fact.
     Refused with `erasure-in-progress` for a held person, and with `forbidden` for a scope the
     writer could not read or a retention or subject it may not set (`facts.authority`); in
     each case nothing is written. `step_id` and `tool_call_id` are
@@ -113,6 +116,9 @@ def fact_create(
         existing = duplicate(dedup_scope_of(policy), fact, draft, readers)
         if existing is not None:
             return _write_again(principal, existing, draft, subjects, retention, tags, door)
+        holder = _slot_holder(principal, fact, readers)
+        if holder is not None:
+            return _write_into_slot(principal, holder, draft, subjects, retention, tags, door)
         return _write_new_fact(
             principal,
             fact,
@@ -152,6 +158,61 @@ def _new_fact(
             user_id=fact.user_id,
         )
     return fact, about
+
+
+def _slot_holder(principal: Principal, fact: Fact, readers: Readers) -> Fact | None:
+    """The live fact already holding this keyed write's slot (type, key, exact scope), by
+    `remember`'s rule (`facts.slots.slot_holder`): another agent's fact is not a run's slot."""
+    if fact.key is None:
+        return None  # keyless facts are many per scope: no slot to fill
+    run = principal.run
+    return slot_holder(
+        principal.tenant_id,
+        fact.type,
+        fact.key,
+        scope_of(fact),
+        agent_id=run.agent.agent_id if run is not None else None,
+        readers=readers,
+    )
+
+
+def _write_into_slot(
+    principal: Principal,
+    holder: Fact,
+    draft: Draft,
+    subjects: Sequence[SubjectInput] | None,
+    retention: RetentionInput | None,
+    tags: Sequence[str],
+    door: Door,
+) -> WriteResult:
+    """A keyed write into a slot a live fact already holds: that fact's next revision, under
+    exactly the supersede rules (`fact_supersede`: the authority table's 403 on a field the
+    type's `mutable_fields` keeps, a run's `asserted-overwrite` review over a person's, an
+    app's or staff's value, a run's 403 on a verified fact or another agent's).
+
+    Why a revision rather than a 409 `conflict` naming the fact: a key names a slot (README
+    "Dedup"; `remember`'s slots), so writing a key is "this slot's value is now ...", the
+    last-write-wins a POST of the same key has always meant to an app re-sending its state
+    (the seed's `entityId`); a 409 would turn every such upsert into a read-then-supersede
+    round trip, and buy no safety, since the supersede it would redirect to obeys the same
+    rules. What must never happen is what used to: a second fact beside the first, read
+    first, shadowing an asserted, verified or immutable value without any of those rules."""
+    return fact_supersede(
+        principal=principal,
+        fact_id=holder.pk,
+        content=draft.content,
+        subjects=subjects,
+        valid_from=draft.valid_from,
+        valid_until=draft.valid_until,
+        observed_at=draft.observed_at,
+        retention=retention,
+        source=draft.source,
+        caused_by_log_id=draft.caused_by_log_id,
+        tags=tags,
+        step_id=draft.step_id,
+        tool_call_id=draft.tool_call_id,
+        door=door,
+    )
 
 
 def _write_again(

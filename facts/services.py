@@ -23,6 +23,7 @@ from django.utils import timezone
 from api.errors import RetentionViolation
 from api.transactions import service_atomic
 from facts.agent_writes import check_run_may_alter
+from facts.authority import check_run_may_delete
 from facts.create import fact_create
 from facts.decisions import (
     can_verify,
@@ -67,9 +68,11 @@ def fact_delete(*, principal: Principal, fact_id: uuid.UUID | str) -> Revision:
     """Invalidate the current revision (`deleted`): no read returns the fact afterwards, and
     its history stays. Refused with `retention-violation` while a legal hold, a future
     `keep_until` or an unelapsed `keep_days` forbids it, and with `forbidden` for an agent's run
-    that may not alter the fact (`check_run_may_alter`)."""
+    that may not alter the fact (`check_run_may_alter`) or delete an asserted one
+    (`facts.authority.check_run_may_delete`)."""
     fact, current = lock_current(principal, fact_id)
     check_run_may_alter(principal, fact, current, deleting=True)
+    check_run_may_delete(principal, current)
     now = timezone.now()
     reason = retention_forbids_delete(current, fact, now)
     if reason is not None:

@@ -27,8 +27,8 @@ from enum import StrEnum
 from typing import Any
 
 from django.conf import settings
-from django.db import IntegrityError, transaction
-from django.db.models import Exists, OuterRef
+from django.db import IntegrityError, connection, transaction
+from django.db.models import Exists, OuterRef, Q
 from django.utils import timezone
 
 from api.errors import MemoryLimitReached
@@ -39,7 +39,7 @@ from facts.retention import Retention, invalidate
 from facts.revisions import Draft, embed_for_write, next_version, write_revision
 from facts.scopes import SubjectInput, default_subjects, persons_of_write, resolve_scope
 from facts.write_policy import write_policy_query
-from kindmem.access import Principal, readers_for
+from kindmem.access import Principal, Readers, readers_for
 from kindmem.holds import assert_not_held, frozen
 from kindmem.models import Run
 
@@ -121,26 +121,67 @@ def same_value(
     )
 
 
-def _slot_holder(
-    tenant_id: uuid.UUID, type: str, key: str, resolved: dict[str, Any], agent_id: str
+def _canonical(value: Any) -> str:
+    """A scope value as the slot's lock names it: a UUID in one spelling, whoever wrote it."""
+    if value is None:
+        return ""
+    try:
+        return str(uuid.UUID(str(value)))
+    except ValueError:
+        return str(value)
+
+
+def slot_holder(
+    tenant_id: uuid.UUID,
+    type: str,
+    key: str,
+    resolved: dict[str, Any],
+    *,
+    agent_id: str | None = None,
+    readers: Readers | None = None,
 ) -> Fact | None:
-    """The fact that holds this slot, row-locked: same type, key and exact scope, filled by
-    the same agent, with a current revision (pending review or not)."""
-    filled_by_agent = Revision.objects.filter(
-        fact_id=OuterRef("pk"), attributed_kind=AttributionKind.AGENT, attributed_id=agent_id
-    )
-    current = Revision.objects.filter(fact_id=OuterRef("pk"), invalidated_at__isnull=True)
+    """The fact that holds this slot, row-locked: the one rule of what a keyed slot is, for
+    every door that writes one (`remember` here, `POST /v1/facts` and every import through
+    `facts.create`). A slot is (type, key, exact scope); its holder is its oldest fact with a
+    current revision, not frozen. For an agent's run (`agent_id`), another agent's fact is not
+    its slot (README "Remember": each agent fills its own; a run never alters another agent's
+    fact), but a fact a person, an app or staff asserted is everyone's: the run's new value is
+    that fact's next revision (and waits, `asserted-overwrite`), never a second fact beside it.
+    With `readers`, only a fact with a live revision they read holds the slot for this writer
+    (what it could supersede; anything else is not its to find).
+
+    The slot itself is locked first (a transaction-scoped advisory lock on its identity), so
+    two concurrent first writes of one slot queue and the second finds the first's fact."""
     same = {c: v for c, v in resolved.items() if v is not None}
     empty = {f"{c}__isnull": True for c, v in resolved.items() if v is None}
-    return (
+    identity = "\x1f".join(
+        [str(tenant_id), type, key, *(f"{c}={_canonical(resolved[c])}" for c in sorted(resolved))]
+    )
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", [identity])
+    holders = (
         Fact.objects.select_for_update()
         .of_tenant(tenant_id)
         .filter(type=type, key=key, **same, **empty)
         .exclude(frozen())  # kept under legal hold after an erasure: written by nobody
-        .filter(Exists(filled_by_agent), Exists(current))
-        .order_by("created_at", "id")
-        .first()
+        .filter(
+            Exists(Revision.objects.filter(fact_id=OuterRef("pk"), invalidated_at__isnull=True))
+        )
     )
+    if agent_id is not None:
+        by_agent = Revision.objects.filter(
+            fact_id=OuterRef("pk"), attributed_kind=AttributionKind.AGENT
+        )
+        # another agent's: it wrote an approved value, or one still waiting (not to withdraw)
+        others = by_agent.exclude(attributed_id=agent_id).filter(
+            Q(review__isnull=True) | Q(invalidated_at__isnull=True)
+        )
+        holders = holders.filter(Exists(by_agent.filter(attributed_id=agent_id)) | ~Exists(others))
+    if readers is not None:
+        holders = holders.filter(
+            Exists(Revision.objects.live().readable_by(readers).filter(fact_id=OuterRef("pk")))
+        )
+    return holders.order_by("created_at", "id").first()
 
 
 def _authorize_slot(
@@ -232,7 +273,9 @@ def slot_write(
 
     pending = must_wait
     verified_slot = asserted_slot = False
-    holder = _slot_holder(tenant_id, type, key, resolved, run.agent.agent_id) if key else None
+    holder = (
+        slot_holder(tenant_id, type, key, resolved, agent_id=run.agent.agent_id) if key else None
+    )
     try:
         with transaction.atomic():
             # Read after the slot's lock: a concurrent writer of the slot has committed by now.

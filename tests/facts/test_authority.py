@@ -415,8 +415,9 @@ def _counts() -> tuple[int, int, int]:
 
 
 # Write services that touch no governance field: delete (retention forbids it or not,
-# `retention-violation`), a reviewer's approve and reject (of a value a door already let in), and
-# the row lock a decision takes before it checks for a stale value (`facts.stale`).
+# `retention-violation`; a run's of an asserted fact is refused: tests/facts/test_slot_doors.py),
+# a reviewer's approve and reject (of a value a door already let in), and the row lock a
+# decision takes before it checks for a stale value (`facts.stale`).
 NOT_GOVERNING = {"fact_delete", "revision_approve", "revision_reject", "fact_lock"}
 
 
