@@ -106,6 +106,11 @@ NOT_YET_DISTRIBUTABLE: dict[str, str] = {
     "extraction_extractionjob.pkey": "primary key (tenant_id, id), with the decisions' key.",
     "extraction_extractionsettings.pkey": "primary key (tenant_id, id).",
     "extraction_extractionusage.pkey": "primary key (tenant_id, id).",
+    # webhooks (the outbox): the same shape, the same plan
+    "webhooks_endpoint.pkey": "primary key (tenant_id, id), with the deliveries' key.",
+    "webhooks_outboxevent.pkey": "primary key (tenant_id, id), with the deliveries' key.",
+    "webhooks_delivery.pkey": "primary key (tenant_id, id), with the attempts' key.",
+    "webhooks_deliveryattempt.pkey": "primary key (tenant_id, id).",
 }
 
 # "table.<column(s)>" of a foreign key to a distributed table that does not join on tenant_id
@@ -161,6 +166,11 @@ FOREIGN_KEYS_NOT_YET_DISTRIBUTABLE: dict[str, str] = {
     " recall_conversation (tenant_id, id).",
     "extraction_extractionjob.run_id": "(tenant_id, run_id) -> kindmem_run (tenant_id, id).",
     "extraction_extractionusage.agent_id": "(tenant_id, agent_id) -> kindmem_agent"
+    " (tenant_id, id).",
+    "webhooks_delivery.endpoint_id": "(tenant_id, endpoint_id) -> webhooks_endpoint"
+    " (tenant_id, id).",
+    "webhooks_delivery.event_id": "(tenant_id, event_id) -> webhooks_outboxevent (tenant_id, id).",
+    "webhooks_deliveryattempt.delivery_id": "(tenant_id, delivery_id) -> webhooks_delivery"
     " (tenant_id, id).",
 }
 
