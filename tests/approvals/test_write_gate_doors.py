@@ -53,6 +53,7 @@ NOT_CONTENT = {
     "conversation-messages": "a record of what was said, read by recall's stricter guard; "
     "what extraction makes of it is written through remember, i.e. through the gate",
     "conversation-extract": "queues an extraction, which writes through remember",
+    "webhooks": "a tenant admin registers a receiver's URL and events: no memory content",
 }
 
 
