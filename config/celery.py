@@ -51,7 +51,12 @@ def queue_a_heartbeat(**_: object) -> None:
 
 def _count_task(outcome: str) -> object:
     def count(sender: object = None, **_: object) -> None:
+        from django.conf import settings
+
         from config.metrics import TASKS
+
+        if not settings.METRICS:
+            return
 
         TASKS.labels(getattr(sender, "name", "unknown"), outcome).inc()
 

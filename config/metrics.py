@@ -11,6 +11,10 @@ mode; `kindmem run` sets it and empties it at start, and gunicorn's `child_exit`
 worker's gauges gone), and a scrape of any web process adds them all up. Without the variable
 (one process, the tests' own) the process's registry is served.
 
+`KINDMEM_METRICS=off` counts nothing (no middleware, no task outcomes, no state refresh, no
+multiprocess files) and /metrics is not served: the figure of what counting costs is in
+bench/README.md ("Observability").
+
 What is counted where:
 - requests by route, method, status and credential kind, with a latency histogram per route
   (`MetricsMiddleware`, first in the stack, so a 413 or 429 that a later middleware answers
@@ -34,6 +38,7 @@ from collections.abc import Callable
 from typing import Any
 
 from django.conf import settings
+from django.core.exceptions import MiddlewareNotUsed
 from django.http import Http404, HttpRequest, HttpResponse
 from prometheus_client import (
     CONTENT_TYPE_LATEST,
@@ -150,7 +155,7 @@ def registry() -> CollectorRegistry:
 def metrics(request: HttpRequest) -> HttpResponse:
     """`/metrics` in Prometheus' text format, for the metrics credential only."""
     token = settings.METRICS_TOKEN
-    if not token:
+    if not token or not settings.METRICS:
         raise Http404("No metrics credential is configured.")
     given = request.headers.get("Authorization", "")
     if not hmac.compare_digest(given.encode(), f"Bearer {token}".encode()):
@@ -180,9 +185,12 @@ def credential_kind(request: HttpRequest) -> str:
 
 class MetricsMiddleware:
     """Counts every request Django answers, by route pattern (bounded: the URL conf's), method,
-    status and credential kind, and times it."""
+    status and credential kind, and times it. With metrics off (KINDMEM_METRICS=off) Django
+    leaves it out of the stack."""
 
     def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        if not settings.METRICS:
+            raise MiddlewareNotUsed
         self.get_response = get_response
 
     def __call__(self, request: HttpRequest) -> HttpResponse:

@@ -396,6 +396,9 @@ if EMBEDDER == "openai" and not (EMBEDDER_URL and EMBEDDER_MODEL):
 # Extraction (extraction/provider.py): memories proposed from conversations by the operator's
 # own chat model, any OpenAI-compatible `/v1/chat/completions` server (vLLM, Ollama, llama.cpp,
 # LiteLLM, OpenAI). Unset: extraction answers `extraction-unavailable`; nothing is downloaded.
+# Metrics (config/metrics.py) are counted unless KINDMEM_METRICS=off: off, no request, task or
+# state is counted and /metrics is not served (what bench/observability.py measures them against).
+METRICS = env_bool("KINDMEM_METRICS", True)
 # /metrics (config/metrics.py) answers this Bearer credential only; unset, it is not served
 METRICS_TOKEN = os.environ.get("KINDMEM_METRICS_TOKEN", "")
 

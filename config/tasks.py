@@ -66,7 +66,10 @@ def probe_dependencies() -> None:
 @shared_task(name="config.tasks.refresh_metrics", soft_time_limit=50, time_limit=60, max_retries=0)
 def refresh_metrics() -> None:
     """Beat: count the state gauges over every tenant (each confined to its own, as every task
-    reads), and each queue's depth. Totals only: no tenant is a label."""
+    reads), and each queue's depth. Totals only: no tenant is a label. Nothing with metrics
+    off."""
+    if not settings.METRICS:
+        return
     now = timezone.now()
     pending = erasures = 0
     oldest_review: datetime | None = None

@@ -10,8 +10,12 @@ from collections import Counter
 from typing import Any
 
 import pytest
+from celery.signals import task_success
+from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
+from rest_framework.test import APIClient
 
+from config.metrics import registry
 from config.tasks import refresh_metrics
 from tests import factories
 from tests.approvals.conftest import declare
@@ -132,6 +136,28 @@ def test_refresh_counts_the_review_queue_and_erasures_over_every_tenant(
     assert samples(text, "kindmem_erasures_in_progress") == {(): 0.0}
     assert samples(text, "kindmem_state_refreshed_timestamp_seconds")[()] > 0
     assert samples(text, "kindmem_webhook_deliveries")[(("status", "pending"),)] == 0.0
+
+
+def test_metrics_off_counts_nothing_and_serves_nothing(world, settings) -> None:
+    # given: what this process has counted so far, then metrics turned off (KINDMEM_METRICS)
+    settings.METRICS_TOKEN = TOKEN
+    before = generate_latest(registry()).decode()
+    settings.METRICS = False
+
+    # when: requests (a new client: Django builds its middleware stack per handler), a task's
+    # outcome and the worker's state refresh
+    off = APIClient()
+    for _ in range(3):
+        assert off.get("/v1/facts", **world.app.headers).status_code == 200
+    task_success.send(sender=refresh_metrics)
+    refresh_metrics()
+
+    # then: /metrics is not served, and no request, task or state was counted
+    assert off.get("/metrics", HTTP_AUTHORIZATION=f"Bearer {TOKEN}").status_code == 404
+    after = generate_latest(registry()).decode()
+    assert requests_by(after) == requests_by(before)
+    for name in ("kindmem_celery_tasks_total", "kindmem_state_refreshed_timestamp_seconds"):
+        assert samples(after, name) == samples(before, name)
 
 
 def test_gunicorns_workers_counts_add_up_in_one_scrape(world, tmp_path) -> None:

@@ -66,7 +66,7 @@ class Command(BaseCommand):
         env = {**os.environ, "KINDMEM_DATABASE_LOGIN": "app"}
         # every child counts in files of its own for /metrics (config/metrics.py): emptied now,
         # since a file of an earlier run's process would add its counts to this one's
-        if "PROMETHEUS_MULTIPROC_DIR" not in env:
+        if "PROMETHEUS_MULTIPROC_DIR" not in env and settings.METRICS:
             metrics_dir = settings.DATA_DIR / "metrics"
             shutil.rmtree(metrics_dir, ignore_errors=True)
             metrics_dir.mkdir(parents=True)
