@@ -48,12 +48,8 @@ import argparse
 import json
 import os
 import shutil
-import signal
-import subprocess
 import sys
-import threading
 import time
-from contextlib import ExitStack
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -61,14 +57,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.load_level import ConnectionSampler, level_line, not_ok_line, run_level  # noqa: E402
-from bench.load_topology import (  # noqa: E402
-    credentials_complete,
-    free_port,
-    pooled,
-    read_credentials,
-    wait_until_up,
-)
+from bench.load_level import level_line, not_ok_line, run_level  # noqa: E402
+from bench.load_topology import kindmem_running  # noqa: E402
 
 
 def main() -> None:
@@ -94,64 +84,11 @@ def main() -> None:
     if args.fresh and data_dir.exists():
         shutil.rmtree(data_dir)
     data_dir.mkdir(parents=True, exist_ok=True)
-    port = free_port()
-    base = f"http://127.0.0.1:{port}"
-    env = {
-        k: v
-        for k, v in os.environ.items()
-        if k not in {"DATABASE_URL", "CELERY_BROKER_URL", "DJANGO_SETTINGS_MODULE"}
-    }
-    env.update(
-        KINDMEM_DATA_DIR=str(data_dir),
-        KINDMEM_PORT=str(port),
-        KINDMEM_EMBEDDER=args.embedder,
-        KINDMEM_WRITE_RATE="1000000/min",
-        PYTHONPATH=str(ROOT),
-    )
-    # the local model's ONNX file outlives --fresh (made once, tens of seconds)
-    env.setdefault("KINDMEM_MODEL_CACHE_DIR", str(data_dir.parent / "models"))
-    topology = ExitStack()
-    database = None
-    replica = None
-    if args.topology == "pooled":
-        database, replica, pooled_env = pooled(topology, data_dir, args.pool_size)
-        env.update(pooled_env)
-    log_path, access_path = data_dir / "run.log", data_dir / "access.log"
-    log, access = log_path.open("wb"), access_path.open("wb")
-    started = time.monotonic()
-    run = subprocess.Popen(
-        [sys.executable, "-m", "config.cli", "run"],
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=log,
-        cwd=ROOT,
-    )
-    assert run.stdout is not None
-    samplers: list[ConnectionSampler] = []
     summary: dict[str, Any] = {}
-    try:
-        creds = read_credentials(run.stdout, time.monotonic() + 900)
-        # the rest of stdout (gunicorn's access log) to a file, so the pipe never fills
-        threading.Thread(
-            target=lambda: [
-                access.write(chunk) for chunk in iter(lambda: run.stdout.read(4096), b"")
-            ],
-            daemon=True,
-        ).start()
-        if not credentials_complete(creds):
-            raise SystemExit(f"no credentials from `kindmem run` (see {log_path}): {creds}")
-        wait_until_up(base, creds)
-        print(f"kindmem run up in {time.monotonic() - started:.1f} s on {base}", flush=True)
-
-        from config.embedded_db import ensure_embedded_database
-
-        samplers.append(ConnectionSampler(database or ensure_embedded_database(data_dir)))
-        if replica is not None:
-            replica_params = {**replica.primary, "host": replica.socket_dir, "port": replica.port}
-            samplers.append(ConnectionSampler(replica_params, label="replica:"))
-        for each in samplers:
-            each.start()
-        sampler = samplers[0]
+    running = kindmem_running(
+        data_dir, embedder=args.embedder, topology=args.topology, pool_size=args.pool_size
+    )
+    with running as up:
         summary = {
             "started_at": datetime.now(UTC).isoformat(timespec="seconds"),
             "topology": args.topology,
@@ -162,33 +99,20 @@ def main() -> None:
             "seed": args.seed,
             "cpus": os.cpu_count(),
             "load_average_before": [round(x, 2) for x in os.getloadavg()],
-            "max_connections": sampler.max_connections,
+            "max_connections": up.samplers[0].max_connections,
             "levels": [],
         }
         for clients in levels:
-            result = run_level(clients, args, base, creds, samplers)
+            result = run_level(clients, args, up.base, up.creds, up.samplers)
             summary["levels"].append(result)
             print(level_line(result), flush=True)
             if line := not_ok_line(result):
                 print(line, flush=True)
             time.sleep(1)  # what is in flight settles before the next level
         summary["load_average_after"] = [round(x, 2) for x in os.getloadavg()]
-    finally:
-        for each in samplers:
-            each.stop()
-        stop_start = time.monotonic()
-        run.send_signal(signal.SIGINT)
-        try:
-            returncode = run.wait(timeout=120)
-        except subprocess.TimeoutExpired:
-            run.kill()
-            returncode = run.wait()
-        log.close()
-        topology.close()  # PgBouncer and the standby
-        summary["run_exit_code"] = returncode
-        summary["stop_seconds"] = round(time.monotonic() - stop_start, 1)
-    text = log_path.read_text(errors="replace")
-    summary["run_log_tracebacks"] = text.count("Traceback (most recent call last)")
+    summary["run_exit_code"] = up.exit_code
+    summary["stop_seconds"] = up.stop_seconds
+    summary["run_log_tracebacks"] = up.tracebacks()
     print(json.dumps(summary, indent=2))
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
     out = ROOT / "bench" / "results" / f"load-{stamp}.json"
