@@ -2,16 +2,17 @@
 arrives under that load (issue 44).
 
 Runs bench/load.py's level (the same mix, clients and `kindmem run`: bench/load_topology.py
-`kindmem_running`) once per configuration, `--repeats` times, alternating and swapping the
-order every pair (on, off; off, on; on, off; ...) so that a drift of the machine (the data
-growing, someone else's build) falls on both:
+`kindmem_running`) once per configuration of `--observability`, `--repeats` times,
+alternating and reversing the order every repeat (on, off; off, on; on, off; ...) so that a
+drift of the machine (the data growing, someone else's build) falls on all:
 
     on   KINDMEM_METRICS=on (the default: every request, task and state counted, in
          prometheus-client's multiprocess files) and OTEL_EXPORTER_OTLP_ENDPOINT at a real
          OTLP/HTTP receiver in this process (`SpanSink`: it answers POST /v1/traces 200 and
          counts the spans and bytes), so every process really exports its spans;
     off  KINDMEM_METRICS=off and no OTEL_EXPORTER_OTLP_ENDPOINT (nothing counted, nothing
-         traced).
+         traced);
+    metrics, tracing   one of the two alone (where the cost of "on" is).
 
 In both, before the level, the demo tenant's admin key registers a webhook endpoint (POST
 /v1/webhooks) for `fact.changed` and `approval.pending`, the events the mix's writes produce,
@@ -24,13 +25,14 @@ its receipt, for the events created in the measured window; after the level it w
 deliveries stop coming (at most `--drain` seconds) so that the slowest are counted.
 
 Prints a line per run (req/s, p50/p99, 500s, load average, spans, webhooks), then per
-configuration the median and min-max of req/s, p50 and p99, the ratio on/off of the medians
-and of each pair, and the webhooks' p50/p99 and count; a compact JSON of the same in
-bench/results/observability-<timestamp>.json.
+configuration the median and min-max of req/s, p50 and p99, the ratio to off of the medians
+and of each repeat's runs, and the webhooks' p50/p99 and count (all its runs' events pooled);
+a compact JSON of the same in bench/results/observability-<timestamp>.json.
 
     .venv/bin/python bench/observability.py [--repeats 3] [--clients 8] [--seconds 20]
-        [--warmup 3] [--observability both|on|off] [--embedder local|hashing] [--seed 1]
-        [--data-dir var/bench/observability] [--fresh] [--settle 1] [--drain 30]
+        [--warmup 3] [--observability on,off|on,metrics,tracing,off|...]
+        [--embedder local|hashing] [--seed 1] [--data-dir var/bench/observability]
+        [--fresh] [--settle 1] [--drain 30]
 
 `--fresh` empties the data folder once, before the first run; later runs reuse it (the
 configurations alternate over the same growing data). The first `--settle` runs (default 1,
@@ -64,6 +66,13 @@ from bench.load_level import ms, run_level  # noqa: E402
 from bench.load_topology import kindmem_running  # noqa: E402
 
 EVENTS = ["fact.changed", "approval.pending"]
+# a configuration: (metrics counted, traces exported)
+CONFIGS = {
+    "on": (True, True),
+    "off": (False, False),
+    "metrics": (True, False),
+    "tracing": (False, True),
+}
 METRICS_TOKEN = secrets.token_urlsafe(16)  # the started processes' /metrics credential
 
 
@@ -216,18 +225,26 @@ def webhook_figures(sink: WebhookSink, window: tuple[float, float]) -> dict[str,
     for e in mine:
         by_kind[e.kind] = by_kind.get(e.kind, 0) + 1
     latencies = [max(e.received - e.created, 0.0) for e in mine]
-    return {"count": len(mine), "by_kind": by_kind, **ms(latencies), **other}
+    # "latencies": pooled over a configuration's runs by `summarise`, not written out
+    return {
+        "count": len(mine),
+        "by_kind": by_kind,
+        **ms(latencies),
+        **other,
+        "latencies": latencies,
+    }
 
 
 def run_once(
     config: str, args: argparse.Namespace, data_dir: Path, spans: SpanSink, hooks: WebhookSink
 ) -> dict[str, Any]:
+    counted, traced = CONFIGS[config]
     env = {
         "KINDMEM_WEBHOOKS_ALLOW_PRIVATE_URLS": "true",
-        "KINDMEM_METRICS": config,
+        "KINDMEM_METRICS": "on" if counted else "off",
         "KINDMEM_METRICS_TOKEN": METRICS_TOKEN,
     }
-    if config == "on":
+    if traced:
         env.update(OTEL_EXPORTER_OTLP_ENDPOINT=spans.url, OTEL_SERVICE_NAME="kindmem-bench")
     spans_before = spans.counts()
     with kindmem_running(data_dir, embedder=args.embedder, env=env) as up:
@@ -262,7 +279,7 @@ def run_once(
 def run_line(r: dict[str, Any]) -> str:
     hooks, spans = r["webhooks"], r["spans"]
     return (
-        f"{r['config']:>3}: {r['req_per_s']:6.1f} req/s  p50 {r['p50_ms']} / p99 {r['p99_ms']} ms  "
+        f"{r['config']:>7}: {r['req_per_s']:6.1f} req/s  p50 {r['p50_ms']} / p99 {r['p99_ms']} ms  "
         f"500s {r['server_errors_500']}  load {r['load_average_1m'][0]}->"
         f"{r['load_average_1m'][1]}  /metrics {r['metrics_status']}  spans {spans['spans']} "
         f"({spans['bytes'] // 1024} KiB)  webhooks {hooks['count']} {hooks['by_kind']} "
@@ -275,34 +292,37 @@ def spread(values: list[float]) -> dict[str, float]:
     return {"median": round(statistics.median(values), 1), "min": min(values), "max": max(values)}
 
 
-def summarise(runs: list[dict[str, Any]]) -> dict[str, Any]:
+def summarise(runs: list[dict[str, Any]], configs: list[str]) -> dict[str, Any]:
+    """Per configuration the median and range of each figure, and each one's ratio to "off":
+    of the medians, and of each repeat's two runs (`runs` in repeats of `configs`)."""
     out: dict[str, Any] = {}
-    for config in ("on", "off"):
+    for config in configs:
         mine = [r for r in runs if r["config"] == config]
-        if not mine:
-            continue
         out[config] = {
             "runs": len(mine),
             **{k: spread([r[k] for r in mine]) for k in ("req_per_s", "p50_ms", "p99_ms")},
             # every event of every run of the configuration, as one sample: not a median of p99s
             "webhooks": {
                 "count": sum(r["webhooks"]["count"] for r in mine),
+                **ms([s for r in mine for s in r["webhooks"]["latencies"]]),
                 "p50_ms_by_run": [r["webhooks"]["p50_ms"] for r in mine],
                 "p99_ms_by_run": [r["webhooks"]["p99_ms"] for r in mine],
             },
         }
-    if "on" in out and "off" in out:
-        on, off = out["on"], out["off"]
-        out["ratio_on_off"] = {
-            k: round(on[k]["median"] / off[k]["median"], 3)
+    if "off" not in configs:
+        return out
+    repeats = [runs[i : i + len(configs)] for i in range(0, len(runs), len(configs))]
+    for config in configs:
+        if config == "off":
+            continue
+        mine, off = out[config], out["off"]
+        out[f"ratio_{config}_off"] = {
+            k: round(mine[k]["median"] / off[k]["median"], 3)
             for k in ("req_per_s", "p50_ms", "p99_ms")
         }
-        pairs = zip(runs[0::2], runs[1::2], strict=False)
-        out["req_per_s_ratio_by_pair"] = [
-            round(a["req_per_s"] / b["req_per_s"], 3)
-            if a["config"] == "on"
-            else round(b["req_per_s"] / a["req_per_s"], 3)
-            for a, b in pairs
+        by_config = [{r["config"]: r["req_per_s"] for r in each} for each in repeats]
+        out[f"req_per_s_ratio_{config}_off_by_repeat"] = [
+            round(each[config] / each["off"], 3) for each in by_config
         ]
     return out
 
@@ -313,7 +333,11 @@ def main() -> None:
     parser.add_argument("--clients", type=int, default=8)
     parser.add_argument("--seconds", type=float, default=20, help="measured, per run")
     parser.add_argument("--warmup", type=float, default=3, help="not counted, per run")
-    parser.add_argument("--observability", choices=["both", "on", "off"], default="both")
+    parser.add_argument(
+        "--observability",
+        default="on,off",
+        help=f"configurations, comma-separated, of {', '.join(CONFIGS)}",
+    )
     parser.add_argument("--embedder", default="local", help="KINDMEM_EMBEDDER (hashing: cheap)")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--data-dir", default=str(ROOT / "var" / "bench" / "observability"))
@@ -326,7 +350,9 @@ def main() -> None:
     if args.fresh and data_dir.exists():
         shutil.rmtree(data_dir)
     data_dir.mkdir(parents=True, exist_ok=True)
-    configs = ["on", "off"] if args.observability == "both" else [args.observability]
+    configs = [c.strip() for c in args.observability.split(",") if c.strip()]
+    if unknown := set(configs) - CONFIGS.keys():
+        parser.error(f"unknown configurations {sorted(unknown)}; known: {', '.join(CONFIGS)}")
     order = [c for i in range(args.repeats) for c in (configs if i % 2 == 0 else configs[::-1])]
     spans, hooks = SpanSink(), WebhookSink()
     started_at = datetime.now(UTC).isoformat(timespec="seconds")
@@ -351,16 +377,18 @@ def main() -> None:
         "cpus": os.cpu_count(),
         "load_average_before": load_before,
         "load_average_after": [round(x, 2) for x in os.getloadavg()],
-        "summary": summarise(runs),
+        "summary": summarise(runs, configs),
         "settling": settling,
         "runs": runs,
     }
+    for r in settling + runs:
+        del r["webhooks"]["latencies"]
     spans.shutdown()
     hooks.shutdown()
     print(json.dumps(summary["summary"], indent=2))
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
     out = ROOT / "bench" / "results" / f"observability-{stamp}.json"
-    out.write_text(json.dumps(summary, indent=2) + "\n")
+    out.write_text(json.dumps(summary, separators=(",", ":")) + "\n")  # a few KB
     print(f"written to {out.relative_to(ROOT)}", flush=True)
 
 
