@@ -13,7 +13,7 @@ worker's gauges gone), and a scrape of any web process adds them all up. Without
 
 `KINDMEM_METRICS=off` counts nothing (no middleware, no task outcomes, no state refresh, no
 multiprocess files) and /metrics is not served: the figure of what counting costs is in
-bench/README.md ("Observability").
+bench/README.md ("observability.py").
 
 What is counted where:
 - requests by route, method, status and credential kind, with a latency histogram per route
