@@ -21,6 +21,7 @@ from facts.review import REASONS
 from kindmem.holds import held_among, held_condition
 from kindmem.models import Agent, Project, Run, Tenant, User
 from kindmem.subjects import Subject
+from kindmem.tenant_keys import TenantForeignKey, TenantOneToOneField
 
 
 class ApprovalStatus(models.TextChoices):
@@ -82,16 +83,16 @@ class Approval(models.Model):
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="+")
     # One approval per revision: a replayed remember finds it, never opens a second.
-    revision = models.OneToOneField(Revision, on_delete=models.CASCADE, related_name="approval")
+    revision = TenantOneToOneField(Revision, on_delete=models.CASCADE, related_name="approval")
     # The revision's fact, copied (a revision never changes its fact; `save` sets it): "the
     # approvals about a person" is then one hashed lookup of the person's facts, not a probe
     # of the wide revisions table per approval in the tenant (bench/console_pages.py).
-    fact = models.ForeignKey(Fact, on_delete=models.CASCADE, related_name="+", editable=False)
+    fact = TenantForeignKey(Fact, on_delete=models.CASCADE, related_name="+", editable=False)
     # Denormalized from the revision and its run, for the queue's filters without joins.
-    agent = models.ForeignKey(Agent, on_delete=models.SET_NULL, null=True, related_name="+")
+    agent = TenantForeignKey(Agent, on_delete=models.SET_NULL, null=True, related_name="+")
     agent_version = models.CharField(max_length=50, blank=True)
-    project = models.ForeignKey(Project, on_delete=models.SET_NULL, null=True, related_name="+")
-    run = models.ForeignKey(Run, on_delete=models.SET_NULL, null=True, related_name="+")
+    project = TenantForeignKey(Project, on_delete=models.SET_NULL, null=True, related_name="+")
+    run = TenantForeignKey(Run, on_delete=models.SET_NULL, null=True, related_name="+")
     reasons = ArrayField(models.CharField(max_length=30))
     # [{"reason", "rule", "start", "end", "match"}]: character offsets into the text.
     findings = models.JSONField(default=list, blank=True)
@@ -106,7 +107,7 @@ class Approval(models.Model):
         User, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
     )
     note = models.TextField(blank=True, max_length=2000)
-    verified_revision = models.ForeignKey(
+    verified_revision = TenantForeignKey(
         Revision, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
     )
 
@@ -114,6 +115,7 @@ class Approval(models.Model):
 
     class Meta:
         constraints = [
+            models.UniqueConstraint(fields=["tenant", "revision"], name="approval_per_revision"),
             models.CheckConstraint(
                 condition=Q(status__in=ApprovalStatus.values), name="approval_status_valid"
             ),

@@ -20,6 +20,7 @@ from django.utils import timezone
 
 from kindmem.models import Agent, Run, Tenant
 from recall.models import Conversation
+from kindmem.tenant_keys import TenantForeignKey, TenantOneToOneField
 
 
 class JobStatus(models.TextChoices):
@@ -63,13 +64,13 @@ class ExtractionJobQuerySet(models.QuerySet["ExtractionJob"]):
 class ExtractionJob(models.Model):
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="+")
-    conversation = models.ForeignKey(
+    conversation = TenantForeignKey(
         Conversation, on_delete=models.CASCADE, related_name="extraction_jobs"
     )
     # The run the decisions are written as: the conversation's agent, project and person, with
     # no token (it never authenticates; kindmem.services.run_start_internal).
-    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="+")
-    agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="+")
+    run = TenantForeignKey(Run, on_delete=models.CASCADE, related_name="+")
+    agent = TenantForeignKey(Agent, on_delete=models.CASCADE, related_name="+")
     first_sequence = models.PositiveIntegerField()
     last_sequence = models.PositiveIntegerField()
     status = models.CharField(max_length=10, choices=JobStatus.choices, default=JobStatus.QUEUED)
@@ -143,8 +144,8 @@ class ExtractionDecision(models.Model):
 
     id = models.BigAutoField(primary_key=True)
     tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="+")
-    job = models.ForeignKey(ExtractionJob, on_delete=models.CASCADE, related_name="decisions")
-    conversation = models.ForeignKey(Conversation, on_delete=models.CASCADE, related_name="+")
+    job = TenantForeignKey(ExtractionJob, on_delete=models.CASCADE, related_name="decisions")
+    conversation = TenantForeignKey(Conversation, on_delete=models.CASCADE, related_name="+")
     first_sequence = models.PositiveIntegerField()
     last_sequence = models.PositiveIntegerField()
     index = models.PositiveIntegerField(help_text="The decision's place in the model's answer.")
@@ -190,12 +191,19 @@ class ConversationExtraction(models.Model):
 
     id = models.BigAutoField(primary_key=True)
     tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="+")
-    conversation = models.OneToOneField(
+    conversation = TenantOneToOneField(
         Conversation, on_delete=models.CASCADE, related_name="extraction"
     )
     extracted_through = models.PositiveIntegerField(default=0)
     tokens = models.PositiveBigIntegerField(default=0)
     updated_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["tenant", "conversation"], name="extraction_per_conversation"
+            )
+        ]
 
     def __str__(self) -> str:
         return f"{self.conversation_id} through {self.extracted_through}"
@@ -216,7 +224,7 @@ class ExtractionUsage(models.Model):
 
     id = models.BigAutoField(primary_key=True)
     tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="+")
-    agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="+")
+    agent = TenantForeignKey(Agent, on_delete=models.CASCADE, related_name="+")
     day = models.DateField()
     calls = models.PositiveIntegerField(default=0)
     tokens_in = models.PositiveBigIntegerField(default=0)

@@ -11,6 +11,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from kindmem.declarations import validate_memory_declarations, validate_tools
+from kindmem.tenant_keys import TenantForeignKey
 
 
 class Tenant(models.Model):
@@ -39,7 +40,7 @@ class Org(models.Model):
 class Project(models.Model):
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="projects")
-    org = models.ForeignKey(Org, on_delete=models.CASCADE, related_name="projects")
+    org = TenantForeignKey(Org, on_delete=models.CASCADE, related_name="projects")
     name = models.CharField(max_length=200)
 
     class Meta:
@@ -58,8 +59,12 @@ class User(AbstractUser):
     tenant = models.ForeignKey(
         Tenant, on_delete=models.CASCADE, related_name="users", null=True, blank=True
     )
-    orgs = models.ManyToManyField(Org, related_name="members", blank=True)
-    projects = models.ManyToManyField(Project, related_name="members", blank=True)
+    # Reference tables on Citus (deploy/citus.md), so no database constraint to a distributed
+    # table: Django deletes the rows with the key, the user or the project.
+    orgs = models.ManyToManyField(Org, related_name="members", blank=True, db_constraint=False)
+    projects = models.ManyToManyField(
+        Project, related_name="members", blank=True, db_constraint=False
+    )
 
 
 class Agent(models.Model):
@@ -123,8 +128,11 @@ class ApiKey(models.Model):
     user = models.ForeignKey(
         User, on_delete=models.CASCADE, null=True, blank=True, related_name="api_keys"
     )
-    projects = models.ManyToManyField(Project, blank=True, related_name="app_keys")
-    prefix = models.CharField(max_length=16, unique=True)
+    projects = models.ManyToManyField(
+        Project, blank=True, related_name="app_keys", db_constraint=False
+    )
+    # Unique per tenant (a distributed table's keys include the tenant); random, so one globally.
+    prefix = models.CharField(max_length=16, db_index=True)
     key_hash = models.CharField(max_length=64)
     created_at = models.DateTimeField(default=timezone.now)
     last_used_at = models.DateTimeField(null=True, blank=True)
@@ -132,6 +140,7 @@ class ApiKey(models.Model):
 
     class Meta:
         constraints = [
+            models.UniqueConstraint(fields=["tenant", "prefix"], name="api_key_prefix_per_tenant"),
             models.CheckConstraint(condition=Q(kind__in=KeyKind.values), name="api_key_kind_valid"),
             models.CheckConstraint(
                 condition=~Q(kind=KeyKind.USER) | Q(user__isnull=False),
@@ -166,9 +175,9 @@ class Run(models.Model):
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="runs")
-    agent = models.ForeignKey(Agent, on_delete=models.PROTECT, related_name="runs")
+    agent = TenantForeignKey(Agent, on_delete=models.PROTECT, related_name="runs")
     agent_version = models.CharField(max_length=50)
-    project = models.ForeignKey(Project, on_delete=models.PROTECT, related_name="runs")
+    project = TenantForeignKey(Project, on_delete=models.PROTECT, related_name="runs")
     participant_id = models.CharField(max_length=200, null=True, blank=True)
     user = models.ForeignKey(
         User, on_delete=models.PROTECT, null=True, blank=True, related_name="runs"
@@ -179,10 +188,10 @@ class Run(models.Model):
     # tenant's deletion); it is revoked, which ends its runs. SET_NULL used to let a deleted
     # key's runs authenticate again. Nullable only for runs orphaned before that changed;
     # the authenticator refuses them.
-    minted_by = models.ForeignKey(
+    minted_by = TenantForeignKey(
         ApiKey, on_delete=models.RESTRICT, null=True, blank=True, related_name="runs"
     )
-    token_prefix = models.CharField(max_length=16, unique=True)
+    token_prefix = models.CharField(max_length=16, db_index=True)
     token_hash = models.CharField(max_length=64)
     created_at = models.DateTimeField(default=timezone.now)
     expires_at = models.DateTimeField()
@@ -193,6 +202,11 @@ class Run(models.Model):
         indexes = [
             # erasure and access requests find a person's runs
             models.Index(fields=["tenant", "participant_id"], name="run_by_participant"),
+        ]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["tenant", "token_prefix"], name="run_token_prefix_per_tenant"
+            )
         ]
 
     def __str__(self) -> str:
@@ -215,7 +229,7 @@ class Thread(models.Model):
     id = models.BigAutoField(primary_key=True)
     tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="threads")
     thread_id = models.CharField(max_length=200)
-    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="threads")
+    project = TenantForeignKey(Project, on_delete=models.CASCADE, related_name="threads")
     participant_id = models.CharField(max_length=200, null=True, blank=True)
     user = models.ForeignKey(
         User, on_delete=models.CASCADE, null=True, blank=True, related_name="threads"

@@ -12,6 +12,12 @@ TENANT_ROWS = (
     "tenant_id = (SELECT NULLIF(current_setting('app.tenant_id', true), '')::uuid)"
     " OR (SELECT current_setting('app.all_tenants', true) = 'on')"
 )
+# The same rows without the subqueries, which Citus refuses in a distributed table's policy
+# (kindmem.distribution_sql.distribute): there each shard's query reads the settings itself.
+TENANT_ROWS_PLAIN = (
+    "tenant_id = NULLIF(current_setting('app.tenant_id', true), '')::uuid"
+    " OR current_setting('app.all_tenants', true) = 'on'"
+)
 
 
 def tenant_isolation(table: str) -> sql.Composed:

@@ -23,6 +23,7 @@ from embeddings.providers import DIMENSIONS
 from kindmem.models import Agent, Project, Tenant, User
 from recall.querysets import ConversationQuerySet, MessageQuerySet
 from retrieval.fulltext import TEXT_CONFIG
+from kindmem.tenant_keys import TenantForeignKey
 
 
 class Conversation(models.Model):
@@ -31,8 +32,8 @@ class Conversation(models.Model):
     thread_id = models.CharField(
         max_length=200, help_text="The conversation's id: the runs' thread_id (app-opaque)."
     )
-    agent = models.ForeignKey(Agent, on_delete=models.PROTECT, related_name="conversations")
-    project = models.ForeignKey(
+    agent = TenantForeignKey(Agent, on_delete=models.PROTECT, related_name="conversations")
+    project = TenantForeignKey(
         Project, on_delete=models.PROTECT, null=True, blank=True, related_name="conversations"
     )
     participant_id = models.CharField(max_length=200, null=True, blank=True)
@@ -75,7 +76,7 @@ RECALLABLE_ROLES = (Role.USER, Role.AGENT)
 class Message(models.Model):
     id = models.BigAutoField(primary_key=True)
     tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="+")
-    conversation = models.ForeignKey(
+    conversation = TenantForeignKey(
         Conversation, on_delete=models.CASCADE, related_name="messages"
     )
     sequence = models.PositiveIntegerField()
@@ -105,7 +106,8 @@ class Message(models.Model):
     class Meta:
         constraints = [
             models.UniqueConstraint(
-                fields=["conversation", "sequence"], name="message_sequence_per_conversation"
+                fields=["tenant", "conversation", "sequence"],
+                name="message_sequence_per_conversation",
             ),
             models.CheckConstraint(condition=Q(role__in=Role.values), name="message_role_valid"),
             models.CheckConstraint(

@@ -17,6 +17,7 @@ from kindmem.guards import run_guard
 from kindmem.holds import held_condition
 from kindmem.models import Run, Tenant
 from runlog.chain import GENESIS_HASH, HASH_VERSIONS, LogKind
+from kindmem.tenant_keys import TenantForeignKey
 
 
 class LogEntryQuerySet(models.QuerySet):
@@ -40,7 +41,7 @@ class LogEntry(models.Model):
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="log_entries")
-    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="log_entries")
+    run = TenantForeignKey(Run, on_delete=models.CASCADE, related_name="log_entries")
     sequence = models.PositiveIntegerField(help_text="1, 2, 3, ... per run, gap-free.")
     kind = models.CharField(max_length=20, choices=LogKind.choices)
     # SQL NULL once erased (never JSON null: a payload is always an object).
@@ -52,7 +53,7 @@ class LogEntry(models.Model):
     hash_version = models.PositiveSmallIntegerField(default=2)
     payload_erased_at = models.DateTimeField(null=True, blank=True)
     # RESTRICT, not PROTECT: a run's whole log may go (its run is purged), one cause may not.
-    caused_by = models.ForeignKey(
+    caused_by = TenantForeignKey(
         "self",
         on_delete=models.RESTRICT,
         null=True,
@@ -68,9 +69,13 @@ class LogEntry(models.Model):
         verbose_name_plural = "log entries"
         constraints = [
             # Also the index behind "the run's last entry" and paging by sequence.
-            models.UniqueConstraint(fields=["run", "sequence"], name="log_sequence_per_run"),
+            models.UniqueConstraint(
+                fields=["tenant", "run", "sequence"], name="log_sequence_per_run"
+            ),
             # Two entries naming the same predecessor would fork the chain.
-            models.UniqueConstraint(fields=["run", "prev_hash"], name="log_no_fork_per_run"),
+            models.UniqueConstraint(
+                fields=["tenant", "run", "prev_hash"], name="log_no_fork_per_run"
+            ),
             models.CheckConstraint(
                 condition=Q(hash_version__in=HASH_VERSIONS), name="log_hash_version_known"
             ),

@@ -20,6 +20,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from kindmem.models import Tenant
+from kindmem.tenant_keys import TenantForeignKey
 
 
 class EventKind(models.TextChoices):
@@ -114,8 +115,8 @@ class Delivery(models.Model):
     # order (a fact's writers queue on its row lock), so the id is the chain's order
     id = models.BigAutoField(primary_key=True)
     tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="+")
-    endpoint = models.ForeignKey(Endpoint, on_delete=models.CASCADE, related_name="deliveries")
-    event = models.ForeignKey(OutboxEvent, on_delete=models.CASCADE, related_name="deliveries")
+    endpoint = TenantForeignKey(Endpoint, on_delete=models.CASCADE, related_name="deliveries")
+    event = TenantForeignKey(OutboxEvent, on_delete=models.CASCADE, related_name="deliveries")
     ordering_key = models.CharField(max_length=100)  # the event's, so the claim reads one table
     status = models.CharField(
         max_length=20, choices=DeliveryStatus.choices, default=DeliveryStatus.PENDING
@@ -165,7 +166,7 @@ class DeliveryAttempt(models.Model):
 
     id = models.BigAutoField(primary_key=True)
     tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="+")
-    delivery = models.ForeignKey(Delivery, on_delete=models.CASCADE, related_name="attempt_rows")
+    delivery = TenantForeignKey(Delivery, on_delete=models.CASCADE, related_name="attempt_rows")
     number = models.PositiveIntegerField()
     started_at = models.DateTimeField()
     duration_ms = models.PositiveIntegerField()

@@ -17,6 +17,7 @@ from kindmem.guards import fact_guard
 from kindmem.holds import frozen, held_condition
 from kindmem.models import Org, Project, SubjectKind, Tenant, User
 from kindmem.subjects import Subject as SubjectRef
+from kindmem.tenant_keys import TenantForeignKey
 
 if TYPE_CHECKING:
     from kindmem.access import Readers
@@ -110,8 +111,8 @@ class Fact(models.Model):
     tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="facts")
     type = models.CharField(max_length=100)
     # The scope (the seed's MemoryScope): the containers the reader guard checks.
-    org = models.ForeignKey(Org, on_delete=models.PROTECT, null=True, blank=True, related_name="+")
-    project = models.ForeignKey(
+    org = TenantForeignKey(Org, on_delete=models.PROTECT, null=True, blank=True, related_name="+")
+    project = TenantForeignKey(
         Project, on_delete=models.PROTECT, null=True, blank=True, related_name="+"
     )
     user = models.ForeignKey(

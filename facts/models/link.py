@@ -10,6 +10,7 @@ from django.utils import timezone
 
 from facts.models.fact import Fact
 from kindmem.models import Tenant
+from kindmem.tenant_keys import TenantForeignKey
 
 
 class Link(models.Model):
@@ -17,8 +18,8 @@ class Link(models.Model):
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="+")
-    source = models.ForeignKey(Fact, on_delete=models.CASCADE, related_name="links_out")
-    target = models.ForeignKey(Fact, on_delete=models.CASCADE, related_name="links_in")
+    source = TenantForeignKey(Fact, on_delete=models.CASCADE, related_name="links_out")
+    target = TenantForeignKey(Fact, on_delete=models.CASCADE, related_name="links_in")
     type = models.CharField(max_length=100)
     confidence = models.FloatField(null=True, blank=True)
     provenance = models.JSONField(null=True, blank=True)

@@ -34,6 +34,7 @@ from kindmem.guards import fact_guard
 from kindmem.holds import frozen, held_among, held_condition
 from kindmem.models import Run, Tenant
 from retrieval.fulltext import TEXT_CONFIG
+from kindmem.tenant_keys import TenantForeignKey, TenantOneToOneField
 
 if TYPE_CHECKING:
     from kindmem.access import Readers
@@ -169,7 +170,7 @@ class Revision(models.Model):
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="+")
-    fact = models.ForeignKey(Fact, on_delete=models.CASCADE, related_name="revisions")
+    fact = TenantForeignKey(Fact, on_delete=models.CASCADE, related_name="revisions")
     version = models.PositiveIntegerField()
     content = models.JSONField()
     content_hash = models.CharField(max_length=64)
@@ -181,7 +182,7 @@ class Revision(models.Model):
     attributed_id = models.CharField(max_length=200)
     attributed_agent_version = models.CharField(max_length=50, null=True, blank=True)
     # PROV wasGeneratedBy: the run step that wrote it, for one an agent wrote.
-    generated_by_run = models.ForeignKey(
+    generated_by_run = TenantForeignKey(
         Run, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
     )
     generated_by_step_id = models.CharField(max_length=200, null=True, blank=True)
@@ -217,7 +218,7 @@ class Revision(models.Model):
     source = models.JSONField(null=True, blank=True)
     caused_by_log_id = ArrayField(models.CharField(max_length=200), default=list, blank=True)
     # PROV wasRevisionOf. One-to-one: a revision is replaced at most once.
-    supersedes = models.OneToOneField(
+    supersedes = TenantOneToOneField(
         "self", on_delete=models.SET_NULL, null=True, blank=True, related_name="superseded_by"
     )
     # Search columns (keyword and semantic search query these; see facts/search).
@@ -239,6 +240,9 @@ class Revision(models.Model):
         constraints = [
             models.UniqueConstraint(
                 fields=["tenant", "fact", "version"], name="revision_version_unique"
+            ),
+            models.UniqueConstraint(
+                fields=["tenant", "supersedes"], name="revision_supersedes_unique"
             ),
             # Exactly one current approved revision per fact: two concurrent supersedes cannot
             # both win. A successor pending review is not counted: the approved value stays

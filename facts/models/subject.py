@@ -11,6 +11,7 @@ from django.db.models import Q
 
 from facts.models.choices import FactSubjectKind
 from kindmem.models import Tenant
+from kindmem.tenant_keys import TenantForeignKey
 
 
 class Subject(models.Model):
@@ -18,11 +19,9 @@ class Subject(models.Model):
 
     id = models.BigAutoField(primary_key=True)
     tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="+")
-    revision = models.ForeignKey(
-        "facts.Revision", on_delete=models.CASCADE, related_name="subjects"
-    )
+    revision = TenantForeignKey("facts.Revision", on_delete=models.CASCADE, related_name="subjects")
     # Denormalized so that an erasure finds a person's facts without joining revisions.
-    fact = models.ForeignKey("facts.Fact", on_delete=models.CASCADE, related_name="+")
+    fact = TenantForeignKey("facts.Fact", on_delete=models.CASCADE, related_name="+")
     kind = models.CharField(max_length=20, choices=FactSubjectKind.choices)
     subject_id = models.CharField(max_length=200)
 
