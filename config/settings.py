@@ -124,6 +124,7 @@ TEMPLATES = [
 # environment is still read from the top of this file down: of two bad values, the one higher up
 # is the one reported.
 from config.settings_database import (  # noqa: E402, F401 - settings Django reads here
+    CITUS,
     DATABASE_APPLICATION_NAME,
     DATABASE_CONN_MAX_AGE,
     DATABASE_LOGIN,

@@ -87,6 +87,12 @@ PREPARED_STATEMENTS = env_bool("KINDMEM_PREPARED_STATEMENTS", True)
 # processes; Celery's processes, whose tasks set a tenant per sweep in autocommit, and
 # migrations connect to PostgreSQL directly (docs/operations.md "Behind PgBouncer").
 TRANSACTION_POOLING = env_bool("KINDMEM_TRANSACTION_POOLING", False)
+# DATABASE_URL names a Citus coordinator (deploy/citus.md): the tenant's settings must reach the
+# workers, which only transaction-local ones do (kindmem/row_security.py), so everything above
+# holds there too, and Celery's tenant contexts are transactions.
+CITUS = env_bool("KINDMEM_CITUS", False)
+if CITUS:
+    TRANSACTION_POOLING = True
 if TRANSACTION_POOLING:
     PREPARED_STATEMENTS = False
 for _login in (_app_login, _migration_login):

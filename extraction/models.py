@@ -19,8 +19,8 @@ from django.db.models import Q, Sum
 from django.utils import timezone
 
 from kindmem.models import Agent, Run, Tenant
-from recall.models import Conversation
 from kindmem.tenant_keys import TenantForeignKey, TenantOneToOneField
+from recall.models import Conversation
 
 
 class JobStatus(models.TextChoices):

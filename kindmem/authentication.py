@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
+from django.conf import settings
 from django.utils import timezone
 from rest_framework import authentication, exceptions
 
@@ -13,7 +14,11 @@ from compiled import compiled, fetch_after
 from kindmem.access import Principal, PrincipalKind
 from kindmem.credentials import matches
 from kindmem.models import ApiKey, Run
-from kindmem.row_security import credential_entered, credential_entry
+from kindmem.row_security import (
+    credential_entered,
+    credential_entry,
+    enter_credential_tenant,
+)
 
 # last_used_at is refreshed at most this often, so a busy key is not a write per request.
 LAST_USED_GRANULARITY = timedelta(minutes=1)
@@ -88,12 +93,16 @@ def principal_of(token: str) -> Principal:
     # credential's row is read in the same round trip, by the statement after the one
     # that raised the wall: the server plans and runs it under the wall, as if sent apart.
     is_key = marker == API_KEY_MARKER
-    entered, [found] = fetch_after(
-        credential_entry("key" if is_key else "run", prefix),
-        (api_key_of if is_key else run_of)(prefix),
-    )
-    credential_entered(entered[0])
-    credential = found[0] if found else None
+    kind = "key" if is_key else "run"
+    if settings.CITUS:  # two statements: the tenant, then its credential on its shard
+        tenant = enter_credential_tenant(kind, prefix)
+        credential = _credential_in_tenant(is_key, tenant, prefix) if tenant else None
+    else:
+        entered, [found] = fetch_after(
+            credential_entry(kind, prefix), (api_key_of if is_key else run_of)(prefix)
+        )
+        credential_entered(entered[0])
+        credential = found[0] if found else None
     if is_key:
         return BearerAuthentication._api_key(token, credential)
     return BearerAuthentication._run(token, credential)
@@ -112,4 +121,15 @@ def run_of(prefix: str) -> Any:
         Run.objects.select_related("project", "agent", "user", "minted_by__user")
         .filter(token_prefix=prefix)
         .order_by("pk")[:1]
+    )
+
+
+def _credential_in_tenant(is_key: bool, tenant: str, prefix: str) -> Any:
+    """The credential's row by tenant and prefix (on Citus: its tenant's shard only)."""
+    if is_key:
+        return ApiKey.objects.select_related("user").filter(tenant_id=tenant, prefix=prefix).first()
+    return (
+        Run.objects.select_related("project", "agent", "user", "minted_by__user")
+        .filter(tenant_id=tenant, token_prefix=prefix)
+        .first()
     )

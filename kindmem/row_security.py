@@ -23,12 +23,13 @@ from __future__ import annotations
 import contextvars
 import uuid
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from typing import Any
 
 from django.conf import settings
-from django.db import connection
+from django.db import connection, transaction
 from django.http import HttpRequest, HttpResponse
+from psycopg import sql
 
 # What this thread's connection is set to: None (the login role, nothing set), a tenant id,
 # "" (the app role with no tenant: no tenant-owned row is visible) or ALL_TENANTS.
@@ -61,6 +62,9 @@ def _local() -> str:
 
 
 def _apply(tenant: str | None) -> None:
+    if settings.CITUS:
+        _apply_on_citus(tenant)
+        return
     local = _local()
     with connection.cursor() as cursor:
         if tenant is None:
@@ -73,6 +77,30 @@ def _apply(tenant: str | None) -> None:
             )
 
 
+def _apply_on_citus(tenant: str | None) -> None:
+    """On a Citus coordinator (KINDMEM_CITUS) the settings must reach the workers, where each
+    shard's policy reads them: Citus forwards `SET LOCAL` (and only that, with
+    `citus.propagate_set_commands = 'local'`) to the connections of the transaction, and opens
+    them as the role set here, so the workers' row security confines them too. Always inside a
+    transaction (`tenant_context` and the request open one)."""
+    if tenant is None:
+        role, tenant_id, all_tenants = "none", "", "off"
+    elif tenant == ALL_TENANTS:
+        role, tenant_id, all_tenants = str(settings.KINDMEM_APP_ROLE), "", "on"
+    else:
+        role, tenant_id, all_tenants = str(settings.KINDMEM_APP_ROLE), tenant, "off"
+    statement = sql.SQL(
+        "SET LOCAL citus.propagate_set_commands = 'local'; SET LOCAL role {role};"
+        " SET LOCAL app.tenant_id = {tenant_id}; SET LOCAL app.all_tenants = {all_tenants}"
+    ).format(
+        role=sql.SQL("none") if role == "none" else sql.Identifier(role),
+        tenant_id=sql.Literal(tenant_id),
+        all_tenants=sql.Literal(all_tenants),
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(statement.as_string(cursor.connection))
+
+
 @contextmanager
 def tenant_context(tenant_id: uuid.UUID | str | None) -> Iterator[None]:
     """Run the block as the app role, seeing only `tenant_id`'s rows (none if it is None).
@@ -81,14 +109,16 @@ def tenant_context(tenant_id: uuid.UUID | str | None) -> Iterator[None]:
     a worker's task, an audit record after a rolled-back request)."""
     previous = _tenant.get()
     tenant = str(tenant_id) if tenant_id else ""
-    token = _tenant.set(tenant)
-    _apply(tenant)
-    try:
-        yield
-    finally:
-        _tenant.reset(token)
-        if connection.connection is not None:  # a closed connection forgot everything anyway
-            _apply(previous)
+    # On Citus the settings are transaction-local: the block is a transaction (or savepoint).
+    with transaction.atomic() if settings.CITUS else nullcontext():
+        token = _tenant.set(tenant)
+        _apply(tenant)
+        try:
+            yield
+        finally:
+            _tenant.reset(token)
+            if connection.connection is not None:  # a closed connection forgot everything
+                _apply(previous)
 
 
 def each_tenant() -> Iterator[str]:
@@ -119,6 +149,19 @@ def credential_entry(kind: str, prefix: str) -> tuple[str, list[Any]]:
         f" set_config('app.all_tenants', 'off', {local})",
         [str(settings.KINDMEM_APP_ROLE), kind, prefix],
     )
+
+
+def enter_credential_tenant(kind: str, prefix: str) -> str:
+    """On Citus: find the credential's tenant, then enter it, in two statements (`SET LOCAL`
+    takes no function call); return it ("" if no credential has this prefix). The credential's
+    row is then read by tenant and prefix, on the tenant's shard."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT kindmem_credential_tenant(%s, %s)", [kind, prefix])
+        found = cursor.fetchone()[0]
+    tenant = str(found) if found else ""
+    _tenant.set(tenant)
+    _apply(tenant)
+    return tenant
 
 
 def credential_entered(row: tuple[Any, ...]) -> str:

@@ -21,9 +21,9 @@ from pgvector.django import HnswIndex, VectorField
 
 from embeddings.providers import DIMENSIONS
 from kindmem.models import Agent, Project, Tenant, User
+from kindmem.tenant_keys import TenantForeignKey
 from recall.querysets import ConversationQuerySet, MessageQuerySet
 from retrieval.fulltext import TEXT_CONFIG
-from kindmem.tenant_keys import TenantForeignKey
 
 
 class Conversation(models.Model):
@@ -76,9 +76,7 @@ RECALLABLE_ROLES = (Role.USER, Role.AGENT)
 class Message(models.Model):
     id = models.BigAutoField(primary_key=True)
     tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="+")
-    conversation = TenantForeignKey(
-        Conversation, on_delete=models.CASCADE, related_name="messages"
-    )
+    conversation = TenantForeignKey(Conversation, on_delete=models.CASCADE, related_name="messages")
     sequence = models.PositiveIntegerField()
     role = models.CharField(max_length=10, choices=Role.choices)
     text = models.TextField()

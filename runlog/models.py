@@ -16,8 +16,8 @@ from kindmem.access import Readers
 from kindmem.guards import run_guard
 from kindmem.holds import held_condition
 from kindmem.models import Run, Tenant
-from runlog.chain import GENESIS_HASH, HASH_VERSIONS, LogKind
 from kindmem.tenant_keys import TenantForeignKey
+from runlog.chain import GENESIS_HASH, HASH_VERSIONS, LogKind
 
 
 class LogEntryQuerySet(models.QuerySet):

@@ -33,8 +33,8 @@ from facts.models.subject import Subject
 from kindmem.guards import fact_guard
 from kindmem.holds import frozen, held_among, held_condition
 from kindmem.models import Run, Tenant
-from retrieval.fulltext import TEXT_CONFIG
 from kindmem.tenant_keys import TenantForeignKey, TenantOneToOneField
+from retrieval.fulltext import TEXT_CONFIG
 
 if TYPE_CHECKING:
     from kindmem.access import Readers
