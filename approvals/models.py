@@ -11,7 +11,7 @@ import uuid
 
 from django.contrib.postgres.fields import ArrayField
 from django.db import models
-from django.db.models import OuterRef, Q
+from django.db.models import Q
 from django.utils import timezone
 
 from approvals.review_reasons import review_text
@@ -58,7 +58,9 @@ class ApprovalQuerySet(models.QuerySet["Approval"]):
         finds for the erasure). A held person's memory waiting for review reads as nothing,
         and is not there to decide, until the erasure has removed it."""
         held_subject = held_among(
-            RevisionSubject.objects.filter(revision_id=OuterRef(OuterRef("revision_id")))
+            lambda outer: RevisionSubject.objects.filter(
+                tenant_id=outer("tenant_id"), revision_id=outer("revision_id")
+            )
         )
         return (
             self.exclude(held_condition("revision__fact__"))

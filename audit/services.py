@@ -172,7 +172,7 @@ def audit_record(
 
 
 _INSERT = (
-    "WITH policy AS MATERIALIZED (SELECT pg_advisory_xact_lock(%s) AS locked,"
+    "WITH policy AS MATERIALIZED (SELECT pg_advisory_xact_lock(%s)::text AS locked,"
     " (SELECT record_query_text FROM audit_auditpolicy WHERE tenant_id = %s) AS query_text,"
     " CASE WHEN %s THEN set_config('synchronous_commit', 'off', true) END AS asynchronous)"
     " INSERT INTO {table} ({columns}) SELECT {values} FROM policy"

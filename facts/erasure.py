@@ -77,7 +77,11 @@ def _scrub_attribution(target: ErasureTarget, limit: int) -> list[str]:
 
 
 def erase_batch(target: ErasureTarget, limit: int) -> BatchResult:
-    erasable = Exists(Revision.objects.filter(fact_id=OuterRef("pk"), legal_hold=False))
+    erasable = Exists(
+        Revision.objects.filter(
+            tenant_id=OuterRef("tenant_id"), fact_id=OuterRef("pk"), legal_hold=False
+        )
+    )
     fact_ids = list(
         facts_about(target).filter(erasable).order_by("id").values_list("id", flat=True)[:limit]
     )
@@ -94,7 +98,11 @@ def erase_batch(target: ErasureTarget, limit: int) -> BatchResult:
         erased += [f"revision:{i}" for i in revision_ids]
         gone = list(
             Fact.objects.filter(pk__in=fact_ids)
-            .exclude(Exists(Revision.objects.filter(fact_id=OuterRef("pk"))))
+            .exclude(
+                Exists(
+                    Revision.objects.filter(tenant_id=OuterRef("tenant_id"), fact_id=OuterRef("pk"))
+                )
+            )
             .values_list("id", flat=True)
         )
         links = Link.objects.filter(Q(source_id__in=gone) | Q(target_id__in=gone))
@@ -126,7 +134,13 @@ def preview(target: ErasureTarget) -> StepPreview:
     without revisions (a fact with a held revision stays) and their links; for a Kindgi user,
     the other revisions whose provenance names them. Counts only, in a few queries."""
     facts = facts_about(target)
-    gone = facts.exclude(Exists(Revision.objects.filter(fact_id=OuterRef("pk"), legal_hold=True)))
+    gone = facts.exclude(
+        Exists(
+            Revision.objects.filter(
+                tenant_id=OuterRef("tenant_id"), fact_id=OuterRef("pk"), legal_hold=True
+            )
+        )
+    )
     counts = {
         "fact": gone.count(),
         "revision": Revision.objects.filter(fact__in=facts, legal_hold=False).count(),

@@ -60,15 +60,15 @@ class Written:
 
 
 @compiled(generic=True)  # by primary key: one plan whatever the value
-def stored_revision(pk: uuid.UUID) -> Any:
+def stored_revision(tenant_id: uuid.UUID, pk: uuid.UUID) -> Any:
     """A revision as the database keeps it (JSON as stored), its fact and its subjects (in
     `subject_rows`): what a write answers with."""
     # the vector and the tsvector are large and never rendered
     return (
-        Revision.objects.filter(pk=pk)
+        Revision.objects.filter(tenant_id=tenant_id, pk=pk)
         .select_related("fact")
         .defer("embedding", "search_vector", "search_text")
-        .annotate(subject_rows=subject_rows())
+        .annotate(subject_rows=subject_rows(tenant_id))
     )
 
 
@@ -180,7 +180,7 @@ def write_revision(
     groups = ([fact],) if new_fact else ()
     then = [_readable_fact(fact.pk, writable_for)] if writable_for is not None else []
     if read_back:
-        then.append(stored_revision(revision.pk))
+        then.append(stored_revision(revision.tenant_id, revision.pk))
     found = insert(*groups, [revision], rows, then=then)
     writable = bool(found.pop(0)) if writable_for is not None else True
     stored = found.pop(0)[0] if read_back else None

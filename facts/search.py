@@ -114,12 +114,12 @@ def searchable(search: FactSearch, now: datetime | None = None) -> RevisionQuery
     return qs
 
 
-def _rendered(qs: RevisionQuerySet) -> RevisionQuerySet:
+def _rendered(qs: RevisionQuerySet, tenant_id: uuid.UUID) -> RevisionQuerySet:
     # the vector and the tsvector are large and never rendered; the subjects are
     return (
         qs.select_related("fact")
         .defer("embedding", "search_vector", "search_text")
-        .annotate(subject_rows=subject_rows())
+        .annotate(subject_rows=subject_rows(tenant_id))
     )
 
 
@@ -156,7 +156,7 @@ def _search_inputs(search: FactSearch) -> FactSearch:
 @compiled(lazy=True)
 def _keyword_query(inputs: _LegInputs, limit: int) -> QuerySet[Any]:
     assert inputs.words is not None
-    readable = _rendered(searchable(inputs.search, inputs.now))
+    readable = _rendered(searchable(inputs.search, inputs.now), inputs.search.tenant_id)
     ranked = keyword_matches(
         readable, "search_vector", inputs.words, bounded=inputs.search.whole_tenant
     )
@@ -165,7 +165,7 @@ def _keyword_query(inputs: _LegInputs, limit: int) -> QuerySet[Any]:
 
 def _semantic_candidates(inputs: _LegInputs) -> QuerySet[Any]:
     return (
-        _rendered(searchable(inputs.search, inputs.now))
+        _rendered(searchable(inputs.search, inputs.now), inputs.search.tenant_id)
         .filter(embedding__isnull=False, embedding_model=inputs.model)
         .annotate(distance=CosineDistance("embedding", inputs.vector))
     )

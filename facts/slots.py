@@ -165,12 +165,20 @@ def slot_holder(
         .filter(type=type, key=key, **same, **empty)
         .exclude(frozen())  # kept under legal hold after an erasure: written by nobody
         .filter(
-            Exists(Revision.objects.filter(fact_id=OuterRef("pk"), invalidated_at__isnull=True))
+            Exists(
+                Revision.objects.filter(
+                    tenant_id=OuterRef("tenant_id"),
+                    fact_id=OuterRef("pk"),
+                    invalidated_at__isnull=True,
+                )
+            )
         )
     )
     if agent_id is not None:
         by_agent = Revision.objects.filter(
-            fact_id=OuterRef("pk"), attributed_kind=AttributionKind.AGENT
+            tenant_id=OuterRef("tenant_id"),
+            fact_id=OuterRef("pk"),
+            attributed_kind=AttributionKind.AGENT,
         )
         # another agent's: it wrote an approved value, or one still waiting (not to withdraw)
         others = by_agent.exclude(attributed_id=agent_id).filter(
@@ -179,7 +187,11 @@ def slot_holder(
         holders = holders.filter(Exists(by_agent.filter(attributed_id=agent_id)) | ~Exists(others))
     if readers is not None:
         holders = holders.filter(
-            Exists(Revision.objects.live().readable_by(readers).filter(fact_id=OuterRef("pk")))
+            Exists(
+                Revision.objects.live()
+                .readable_by(readers)
+                .filter(tenant_id=OuterRef("tenant_id"), fact_id=OuterRef("pk"))
+            )
         )
     return holders.order_by("created_at", "id").first()
 

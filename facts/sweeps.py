@@ -47,7 +47,9 @@ def _expired(now: datetime) -> QuerySet[Revision]:
 
 def _purgeable(now: datetime) -> QuerySet[Revision]:
     cutoff = now - timedelta(days=settings.FACTS_PURGE_DELAY_DAYS)
-    live = Revision.objects.filter(fact_id=OuterRef("fact_id"), invalidated_at__isnull=True)
+    live = Revision.objects.filter(
+        tenant_id=OuterRef("tenant_id"), fact_id=OuterRef("fact_id"), invalidated_at__isnull=True
+    )
     return Revision.objects.filter(
         Q(keep_until__isnull=True) | Q(keep_until__lte=now),
         invalidated_at__isnull=False,
@@ -87,7 +89,9 @@ def _purge_batch(tenant_id: uuid.UUID, now: datetime, limit: int) -> int:
     Revision.objects.filter(pk__in=ids).delete()
     ended = list(
         Fact.objects.filter(pk__in=fact_ids)
-        .exclude(Exists(Revision.objects.filter(fact_id=OuterRef("pk"))))
+        .exclude(
+            Exists(Revision.objects.filter(tenant_id=OuterRef("tenant_id"), fact_id=OuterRef("pk")))
+        )
         .values_list("id", flat=True)
     )
     Link.objects.filter(Q(source_id__in=ended) | Q(target_id__in=ended)).delete()

@@ -114,7 +114,9 @@ def _write_response(
     code = status.HTTP_200_OK if result.outcome == services.Outcome.UNCHANGED else created_status
     # as stored (JSON as the database keeps it): read in the write's own round trip where it
     # could be, else now
-    revision = result.stored or stored_revision(result.revision.pk).first()
+    revision = (
+        result.stored or stored_revision(result.revision.tenant_id, result.revision.pk).first()
+    )
     attach_subjects([revision])
     audit_revisions(view, [revision])
     view.audit.query_snapshot = {"outcome": result.outcome, "version": revision.version}

@@ -113,13 +113,35 @@ def composite_primary_key(cursor: Any, model: type[models.Model]) -> None:
     )
 
 
+def drop_column_unique(cursor: Any, field: Any) -> None:
+    """Drop the unique constraint on a one-to-one field's column alone (the model's
+    UniqueConstraint on `(tenant, x)` stays)."""
+    table = field.model._meta.db_table
+    cursor.execute(
+        "SELECT c.conname FROM pg_constraint c JOIN pg_attribute a ON a.attrelid = c.conrelid"
+        " AND a.attnum = c.conkey[1] WHERE c.conrelid = %s::regclass AND c.contype = 'u'"
+        " AND cardinality(c.conkey) = 1 AND a.attname = %s",
+        [table, field.column],
+    )
+    for (name,) in cursor.fetchall():
+        cursor.execute(
+            sql.SQL("ALTER TABLE {} DROP CONSTRAINT {}")
+            .format(sql.Identifier(table), sql.Identifier(name))
+            .as_string(cursor.connection)
+        )
+
+
 def composite_tenant_keys(apps: Apps, schema_editor: BaseDatabaseSchemaEditor) -> None:
-    """Every tenant-owned table's primary key becomes `(tenant_id, id)`, then every relation
-    between two of them gets its composite foreign key (which needs that key)."""
+    """Every tenant-owned table's primary key becomes `(tenant_id, id)`, and its one-to-one
+    columns lose their single-column unique constraints; then every relation between two of
+    them gets its composite foreign key (which needs that key)."""
     owned = tenant_models(apps)
     with schema_editor.connection.cursor() as cursor:
         for model in owned:
             composite_primary_key(cursor, model)
+            for field in tenant_relations(model):
+                if isinstance(field, TenantOneToOneField):
+                    drop_column_unique(cursor, field)
         for model in owned:
             for field in tenant_relations(model):
                 cursor.execute(composite_foreign_key(field).as_string(cursor.connection))

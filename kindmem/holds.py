@@ -11,8 +11,9 @@ Facts, conversations and runs all name their persons in the same three columns
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
+from django.conf import settings
 from django.db.models import CharField, Exists, OuterRef, Q, QuerySet
 from django.db.models.functions import Cast
 
@@ -45,17 +46,30 @@ def frozen(prefix: str = "") -> Q:
     return Q(**{f"{prefix}frozen_at__isnull": False})
 
 
-def held_among(subject_rows: QuerySet) -> Exists:
-    """Whether an erasure in progress holds any of `subject_rows` (rows with `kind` and
-    `subject_id`, e.g. a revision's subjects, correlated by the caller through
-    `OuterRef(OuterRef(...))`: they are two levels down)."""
+def held_among(subject_rows: Callable[[Callable[[str], OuterRef]], QuerySet]) -> Exists:
+    """Whether an erasure in progress holds any of the rows `subject_rows(outer)` builds (rows
+    with `kind` and `subject_id`, e.g. a revision's subjects), correlated to the row this
+    condition is on through `outer("column")`."""
+    if settings.CITUS:
+        # One level at a time: Citus routes no sublink that reaches two levels out.
+        return Exists(
+            subject_rows(OuterRef).filter(
+                Exists(
+                    ErasureHold.objects.filter(
+                        tenant_id=OuterRef("tenant_id"),
+                        subject_kind=OuterRef("kind"),
+                        subject_id=OuterRef("subject_id"),
+                    )
+                )
+            )
+        )
     # From the holds (none, or a few while an erasure runs) to the subjects: the other way
     # round probed every candidate's subjects, which under row security the planner chose
     # even with no hold at all.
     return Exists(
         ErasureHold.objects.filter(tenant_id=OuterRef("tenant_id")).filter(
             Exists(
-                subject_rows.filter(
+                subject_rows(lambda column: OuterRef(OuterRef(column))).filter(
                     kind=OuterRef("subject_kind"), subject_id=OuterRef("subject_id")
                 )
             )

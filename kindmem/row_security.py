@@ -151,13 +151,25 @@ def credential_entry(kind: str, prefix: str) -> tuple[str, list[Any]]:
     )
 
 
+# On Citus, the credential's tenant by its prefix, read with every tenant's rows in sight for
+# this one statement (what kindmem_credential_tenant returns elsewhere): that function runs as
+# its owner, and Citus opens a definer's connections to the workers apart from the
+# transaction's, which do not see what the transaction wrote.
+_CREDENTIAL_TENANT = {
+    "key": "SELECT tenant_id FROM kindmem_apikey WHERE prefix = %s LIMIT 1",
+    "run": "SELECT tenant_id FROM kindmem_run WHERE token_prefix = %s LIMIT 1",
+}
+
+
 def enter_credential_tenant(kind: str, prefix: str) -> str:
     """On Citus: find the credential's tenant, then enter it, in two statements (`SET LOCAL`
     takes no function call); return it ("" if no credential has this prefix). The credential's
     row is then read by tenant and prefix, on the tenant's shard."""
+    _apply_on_citus(ALL_TENANTS)
     with connection.cursor() as cursor:
-        cursor.execute("SELECT kindmem_credential_tenant(%s, %s)", [kind, prefix])
-        found = cursor.fetchone()[0]
+        cursor.execute(_CREDENTIAL_TENANT[kind], [prefix])
+        row = cursor.fetchone()
+    found = row[0] if row else None
     tenant = str(found) if found else ""
     _tenant.set(tenant)
     _apply(tenant)

@@ -43,11 +43,11 @@ class TenantForeignKey(_JoinsOnTenant, models.ForeignKey):
 
 
 class TenantOneToOneField(_JoinsOnTenant, models.OneToOneField):
-    """One-to-one within a tenant: unique on `(tenant, x)`, which the model declares as a
-    UniqueConstraint (a distributed table's unique key must include its distribution column),
-    so the column alone is not unique in the database."""
+    """One-to-one within a tenant. Unique, as Django knows it (the reverse accessor, select_related
+    across it); in the database, unique on `(tenant, x)` only, which the model declares as a
+    UniqueConstraint: a distributed table's unique key must include its distribution column, so
+    kindmem.distribution_sql drops the column's own unique constraint."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         kwargs.setdefault("db_constraint", False)
         super().__init__(*args, **kwargs)
-        self._unique = False

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from django.contrib.postgres.search import SearchQuery
-from django.db.models import Count, Prefetch, Q, QuerySet, Window
+from django.db.models import Count, F, Func, OuterRef, Prefetch, Q, QuerySet, Subquery, Window
 
 from api.errors import ValidationFailed
 from approvals.models import Approval, ApprovalStatus
@@ -82,6 +82,14 @@ class PersonRecord:
     @property
     def shown_fact_ids(self) -> list[uuid.UUID]:
         return [fact.pk for fact in self.facts.rows] if self.facts else []
+
+
+def _count(rows: QuerySet) -> Subquery:
+    """How many `rows` (correlated to the outer row by the caller, and to its tenant here): a
+    subquery, not a join and GROUP BY, since a tenant-owned table's key is (tenant_id, id) and
+    a GROUP BY on id alone no longer covers the row's other columns."""
+    counted = rows.filter(tenant_id=OuterRef("tenant_id")).order_by()
+    return Subquery(counted.annotate(n=Func(F("pk"), function="COUNT")).values("n"))
 
 
 def _part(
@@ -146,7 +154,7 @@ def person_record(
             conversations.order_by("-created_at", "-pk"),
             limit,
             lambda rows: rows.select_related("agent", "project", "user").annotate(
-                message_count=Count("messages")
+                message_count=_count(Message.objects.filter(conversation_id=OuterRef("pk")))
             ),
         )
         record.messages_total = Message.objects.filter(conversation__in=conversations).count()
@@ -156,7 +164,7 @@ def person_record(
             runs.order_by("-created_at", "-pk"),
             limit,
             lambda rows: rows.select_related("agent", "project").annotate(
-                entry_count=Count("log_entries")
+                entry_count=_count(LogEntry.objects.filter(run_id=OuterRef("pk")))
             ),
         )
         record.log_entries, _ = _part(

@@ -43,7 +43,9 @@ if TYPE_CHECKING:
 def _held_subject() -> Exists:
     """Whether an erasure in progress holds one of the subjects of the revision of the query
     this is used in."""
-    return held_among(Subject.objects.filter(revision_id=OuterRef(OuterRef("pk"))))
+    return held_among(
+        lambda outer: Subject.objects.filter(tenant_id=outer("tenant_id"), revision_id=outer("pk"))
+    )
 
 
 # A revision's columns no page shows: its vector (384 floats, ~3.5 kB as text, parsed into a
@@ -383,12 +385,13 @@ class Revision(models.Model):
         return self.invalidated_at is None
 
 
-def subject_rows() -> ArraySubquery:
-    """Every subject of the revision, as one array column of the query that reads it (what a
-    search or a write renders), so that no second query has to fetch them; see
-    `attach_subjects`."""
+def subject_rows(tenant_id: uuid.UUID | str) -> ArraySubquery:
+    """Every subject of the revision (of `tenant_id`), as one array column of the query that
+    reads it (what a search or a write renders), so that no second query has to fetch them; see
+    `attach_subjects`. The tenant is a value, not the outer row's: Citus routes a subquery in
+    the select list to the tenant's shard only when it names the tenant itself."""
     return ArraySubquery(
-        Subject.objects.filter(revision_id=OuterRef("pk"))
+        Subject.objects.filter(tenant_id=tenant_id, revision_id=OuterRef("pk"))
         .order_by("id")
         .values(row=JSONObject(id="id", kind="kind", subject_id="subject_id"))
     )

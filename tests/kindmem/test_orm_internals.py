@@ -73,7 +73,7 @@ def test_rows_become_the_models_the_orm_makes(world, django_assert_num_queries) 
         Revision.objects.filter(pk=revision.pk)
         .select_related("fact")
         .defer("embedding", "search_vector")
-        .annotate(marker=Value(7), subject_rows=subject_rows())
+        .annotate(marker=Value(7), subject_rows=subject_rows(revision.tenant_id))
     )
 
     # when: its compiled SQL is run outside the ORM and its rows made into models
