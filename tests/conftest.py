@@ -121,16 +121,20 @@ CITUS_TESTS = (
 # ...of which these read what only a cluster has (Citus' catalog, its plans): skipped elsewhere.
 CLUSTER_ONLY = ("tests/citus/",)
 
+# What kindmem runs with on Citus (KINDMEM_CITUS=1), set for the whole run: settings.CITUS, and
+# with it the tenant's settings local to each transaction, as behind a transaction-mode pooler
+# (KINDMEM_TRANSACTION_POOLING: every request one transaction), since a coordinator's session
+# settings never reach its workers. Django's settings are loaded before this file is: what
+# KINDMEM_CITUS would change at load time (a connection's options) goes here too. The
+# processes a test starts get KINDMEM_CITUS itself (tests/processes.py's database_env). The
+# write throttle keeps the suite's database cache: `migrate` creates its table, as anywhere.
+CITUS_SETTINGS: dict[str, Any] = {"CITUS": True, "TRANSACTION_POOLING": True}
+
 _citus_overrides: override_settings | None = None
 
 
 def _citus_configure() -> None:
-    """What kindmem runs with on Citus (KINDMEM_CITUS=1), for the whole run: settings.CITUS,
-    and with it the tenant's settings local to each transaction, as behind a transaction-mode
-    pooler (KINDMEM_TRANSACTION_POOLING: every request one transaction), since a coordinator's
-    session settings never reach its workers. (The processes a test starts are told so by
-    tests/processes.py's database_env.) The write throttle keeps the suite's database cache:
-    `migrate` creates its table, as on any server."""
+    """Check that the Citus run can start a cluster, and set CITUS_SETTINGS."""
     global _citus_overrides
     from django.test.utils import override_settings
 
@@ -145,7 +149,7 @@ def _citus_configure() -> None:
         raise pytest.UsageError(
             "KINDMEM_TEST_CITUS=1 but no Citus source folder (cluster.sh): KINDMEM_CITUS_SOURCE"
         )
-    _citus_overrides = override_settings(CITUS=True, TRANSACTION_POOLING=True)
+    _citus_overrides = override_settings(**CITUS_SETTINGS)
     _citus_overrides.enable()
 
 
