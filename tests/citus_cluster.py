@@ -171,7 +171,9 @@ def node_connection(cluster: Cluster, port: int | None = None) -> Iterator[Any]:
 def django_moved_to(cluster: Cluster) -> None:
     """Django's default connection, and the aliases that mirror it in tests (the cache's), on
     the coordinator's database as its superuser: the migration login, as the suite's embedded
-    database has it (the tables' owner; requests switch to the app role)."""
+    database has it (the tables' owner; requests switch to the app role). With the options
+    KINDMEM_CITUS gives a login, as KINDMEM_TRANSACTION_POOLING does
+    (config/settings_database.py): no startup options, no prepared statements."""
     from django.db import DEFAULT_DB_ALIAS, connections
 
     moved = {
@@ -186,6 +188,8 @@ def django_moved_to(cluster: Cluster) -> None:
     for alias in moved:
         settings_dict = connections.settings[alias]
         settings_dict.pop("EMBEDDED_DATA_DIR", None)  # the embedded backend's, which goes
+        options = {k: v for k, v in settings_dict["OPTIONS"].items() if k != "options"}
+        options["prepare_threshold"] = None
         settings_dict.update(
             {
                 "ENGINE": "config.postgresql_backend",
@@ -194,5 +198,6 @@ def django_moved_to(cluster: Cluster) -> None:
                 "NAME": DATABASE,
                 "USER": SUPERUSER,
                 "PASSWORD": "",
+                "OPTIONS": options,
             }
         )

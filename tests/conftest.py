@@ -121,14 +121,17 @@ CITUS_TESTS = (
 # ...of which these read what only a cluster has (Citus' catalog, its plans): skipped elsewhere.
 CLUSTER_ONLY = ("tests/citus/",)
 
-# What kindmem runs with on Citus (KINDMEM_CITUS=1), set for the whole run: settings.CITUS, and
-# with it the tenant's settings local to each transaction, as behind a transaction-mode pooler
-# (KINDMEM_TRANSACTION_POOLING: every request one transaction), since a coordinator's session
-# settings never reach its workers. Django's settings are loaded before this file is: what
-# KINDMEM_CITUS would change at load time (a connection's options) goes here too. The
-# processes a test starts get KINDMEM_CITUS itself (tests/processes.py's database_env). The
-# write throttle keeps the suite's database cache: `migrate` creates its table, as anywhere.
-CITUS_SETTINGS: dict[str, Any] = {"CITUS": True, "TRANSACTION_POOLING": True}
+# What kindmem runs with on Citus (KINDMEM_CITUS=1, config/settings_database.py), set for the
+# whole run: settings.CITUS, and with it KINDMEM_TRANSACTION_POOLING's every request one
+# transaction and no prepared statements. Django's settings are loaded before this file is, so
+# what KINDMEM_CITUS changes at load time is set here (and the logins' options by
+# tests/citus_cluster.py's django_moved_to; the throttle's Redis cache by django_db_setup). The
+# processes a test starts get KINDMEM_CITUS itself (tests/processes.py's database_env).
+CITUS_SETTINGS: dict[str, Any] = {
+    "CITUS": True,
+    "TRANSACTION_POOLING": True,
+    "PREPARED_STATEMENTS": False,
+}
 
 _citus_overrides: override_settings | None = None
 
@@ -180,8 +183,10 @@ if CITUS_RUN:
         cluster's coordinator, with the app role (which reaches the workers), migrated."""
         from django.core.management import call_command
         from django.db import connections
+        from django.test.utils import override_settings
 
         from tests import citus_cluster
+        from tests.processes import cache_url
 
         bin_dir = citus_cluster.citus_bin()
         assert bin_dir is not None  # _citus_configure said so
@@ -189,9 +194,13 @@ if CITUS_RUN:
             citus_cluster.app_role_create(cluster, str(settings.KINDMEM_APP_ROLE))
             with django_db_blocker.unblock():
                 citus_cluster.django_moved_to(cluster)
+                # with the suite's database cache, whose table tests/test_distribution.py names
                 call_command("migrate", interactive=False, verbosity=0)
+            # then the write throttle counts in Redis, as KINDMEM_CITUS has it (KINDMEM_CACHE_URL)
+            redis = {"BACKEND": "django.core.cache.backends.redis.RedisCache"}
             try:
-                yield cluster
+                with override_settings(CACHES={"default": {**redis, "LOCATION": cache_url()}}):
+                    yield cluster
             finally:
                 with django_db_blocker.unblock():
                     connections.close_all()
