@@ -8,7 +8,7 @@ BIN := $(VENV)/bin
 INSTALL_LOCK := flock $(VENV).lock
 TS_CLIENT := clients/typescript
 
-.PHONY: run test lint browser lock lock-upgrade
+.PHONY: run test test-citus lint browser lock lock-upgrade
 
 # kindmem needs Python 3.11 or newer: `make run PYTHON=python3.12` picks another than python3.
 # The venv's own pip installs the lock, which replaces it with the locked pip.
@@ -94,8 +94,26 @@ browser:
 	@test -x /usr/bin/chromium -a -x /usr/sbin/pgbouncer || { apt-get update -qq && \
 	  apt-get install -y -qq chromium pgbouncer >/dev/null; }
 
+# The suite, then its Citus subset on a live cluster (test-citus); fails if either run fails.
 test: $(VENV)/.installed-test $(TS_CLIENT)/node_modules/.package-lock.json browser
-	$(BIN)/pytest
+	@status=0; $(BIN)/pytest || status=1; $(MAKE) --no-print-directory test-citus || status=1; \
+	  exit $$status
+
+# The tests marked `citus`, with Django on a coordinator and two workers that the fixtures start
+# (tests/citus_cluster.py) by the Citus source folder's cluster.sh. Its build.sh builds Citus
+# against the virtualenv's PostgreSQL into var/citus-pg (cached: a second run only prints the
+# build's bin/), unless KINDMEM_CITUS_BIN names a build already.
+CITUS_SOURCE := $(abspath $(or $(KINDMEM_CITUS_SOURCE),$(firstword $(wildcard ../shared/citus /work/shared/citus))))
+
+test-citus: $(VENV)/.installed-test
+	@if [ ! -x "$(CITUS_SOURCE)/cluster.sh" ]; then echo "The Citus tests did not run: no Citus" \
+	  "source folder (KINDMEM_CITUS_SOURCE, else ../shared/citus) to build and start Citus from."; \
+	  exit 0; fi; \
+	citus="$$KINDMEM_CITUS_BIN"; \
+	[ -n "$$citus" ] || citus="$$($(CITUS_SOURCE)/build.sh $(BIN)/python)" || exit 1; \
+	echo "KINDMEM_TEST_CITUS=1 pytest -m citus, Citus from $$citus"; \
+	KINDMEM_CITUS_SOURCE="$(CITUS_SOURCE)" KINDMEM_CITUS_BIN="$$citus" KINDMEM_TEST_CITUS=1 \
+	  $(BIN)/pytest -m citus
 
 lint: $(VENV)/.installed-test
 	$(BIN)/ruff check .

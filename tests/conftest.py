@@ -6,7 +6,7 @@ import subprocess
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
 from django.conf import settings
@@ -17,8 +17,10 @@ from tests import factories
 if TYPE_CHECKING:
     from pathlib import Path
 
+    from django.test.utils import override_settings
     from playwright.sync_api import Browser, Page
 
+    from tests.citus_cluster import Cluster
     from tests.processes import Broker
 
 # The parts of a test split out of its module keep pytest's rewritten asserts (their messages
@@ -48,6 +50,8 @@ def pytest_configure(config: pytest.Config) -> None:
     settings.DATABASE_ROUTERS = []
     router.__dict__.pop("routers", None)
     _test_broker_start()
+    if CITUS_RUN:
+        _citus_configure()
 
 
 _test_broker: subprocess.Popen[bytes] | None = None
@@ -93,12 +97,121 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             spawning[path] = any(line in source for line in SLOW_IMPORTS)
         if spawning[path] or SLOW_FIXTURES & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.slow)
+    _citus_select(config, items)
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
+    if _citus_overrides is not None:
+        _citus_overrides.disable()
     if _test_broker is not None:
         _test_broker.terminate()
         _test_broker.wait(timeout=30)
+
+
+# The Citus run (`KINDMEM_TEST_CITUS=1 pytest -m citus`, which `make test` runs after the suite
+# wherever a Citus build is at hand): Django's connection on the coordinator of a live cluster of
+# one coordinator and two workers, which the session starts (tests/citus_cluster.py) and
+# migrates with `migrate`, as an operator's `manage.py migrate` does. Only the tests marked
+# `citus` run then: those of the modules and folders below (paths from the repository).
+CITUS_RUN = os.environ.get("KINDMEM_TEST_CITUS") == "1"
+CITUS_TESTS = (
+    "tests/citus/",
+    "tests/test_distribution.py",
+)
+# ...of which these read what only a cluster has (Citus' catalog, its plans): skipped elsewhere.
+CLUSTER_ONLY = ("tests/citus/",)
+
+# What kindmem runs with on Citus (KINDMEM_CITUS=1, config/settings_database.py), set for the
+# whole run: settings.CITUS, and with it KINDMEM_TRANSACTION_POOLING's every request one
+# transaction and no prepared statements. Django's settings are loaded before this file is, so
+# what KINDMEM_CITUS changes at load time is set here (and the logins' options by
+# tests/citus_cluster.py's django_moved_to; the throttle's Redis cache by django_db_setup). The
+# processes a test starts get KINDMEM_CITUS itself (tests/processes.py's database_env).
+CITUS_SETTINGS: dict[str, Any] = {
+    "CITUS": True,
+    "TRANSACTION_POOLING": True,
+    "PREPARED_STATEMENTS": False,
+}
+
+_citus_overrides: override_settings | None = None
+
+
+def _citus_configure() -> None:
+    """Check that the Citus run can start a cluster, and set CITUS_SETTINGS."""
+    global _citus_overrides
+    from django.test.utils import override_settings
+
+    from tests import citus_cluster
+
+    if citus_cluster.citus_bin() is None:
+        raise pytest.UsageError(
+            "KINDMEM_TEST_CITUS=1 but no Citus build: set KINDMEM_CITUS_BIN to one's bin/, or"
+            " build one (build.sh of the Citus source folder, run from the repository)"
+        )
+    if citus_cluster.citus_source() is None:
+        raise pytest.UsageError(
+            "KINDMEM_TEST_CITUS=1 but no Citus source folder (cluster.sh): KINDMEM_CITUS_SOURCE"
+        )
+    _citus_overrides = override_settings(**CITUS_SETTINGS)
+    _citus_overrides.enable()
+
+
+def _citus_select(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark the Citus tests `citus`; on the cluster deselect every other test, elsewhere skip
+    the cluster's own."""
+    kept, dropped = [], []
+    for item in items:
+        if item.nodeid.startswith(CITUS_TESTS):  # the path from the repository, then "::test"
+            item.add_marker(pytest.mark.citus)
+            if item.nodeid.startswith(CLUSTER_ONLY) and not CITUS_RUN:
+                item.add_marker(
+                    pytest.mark.skip(reason="needs a Citus cluster: KINDMEM_TEST_CITUS=1")
+                )
+            kept.append(item)
+        else:
+            dropped.append(item)
+    if CITUS_RUN and dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = kept
+
+
+if CITUS_RUN:
+
+    @pytest.fixture(scope="session")
+    def django_db_setup(django_test_environment: None, django_db_blocker: Any) -> Iterator[Cluster]:
+        """The Citus run's database, in place of pytest-django's test database: a fresh
+        cluster's coordinator, with the app role (which reaches the workers), migrated."""
+        from django.core.management import call_command
+        from django.db import connections
+        from django.test.utils import override_settings
+
+        from tests import citus_cluster
+        from tests.processes import cache_url
+
+        bin_dir = citus_cluster.citus_bin()
+        assert bin_dir is not None  # _citus_configure said so
+        with citus_cluster.cluster_running(bin_dir) as cluster:
+            citus_cluster.app_role_create(cluster, str(settings.KINDMEM_APP_ROLE))
+            with django_db_blocker.unblock():
+                citus_cluster.django_moved_to(cluster)
+                # with the suite's database cache, whose table tests/test_distribution.py names
+                call_command("migrate", interactive=False, verbosity=0)
+            # then the write throttle counts in Redis, as KINDMEM_CITUS has it (KINDMEM_CACHE_URL)
+            redis = {"BACKEND": "django.core.cache.backends.redis.RedisCache"}
+            try:
+                with override_settings(CACHES={"default": {**redis, "LOCATION": cache_url()}}):
+                    yield cluster
+            finally:
+                with django_db_blocker.unblock():
+                    connections.close_all()
+
+
+@pytest.fixture(scope="session")
+def citus(django_db_setup: Cluster | None) -> Cluster:
+    """The Citus run's cluster (its nodes' ports, for queries outside Django's connection)."""
+    if django_db_setup is None:
+        pytest.skip("needs a Citus cluster: KINDMEM_TEST_CITUS=1")
+    return django_db_setup
 
 
 @pytest.fixture

@@ -26,8 +26,13 @@ from config.embedded_db import process_database_env
 
 
 def database_env() -> dict[str, str]:
-    """The test database for a web or worker subprocess: it logs in as the app role."""
-    return process_database_env(connection.get_connection_params(), settings.KINDMEM_APP_ROLE)
+    """The test database for a web or worker subprocess: it logs in as the app role. In the
+    Citus run (tests/conftest.py) it is the cluster's coordinator, and the process runs as
+    kindmem does on Citus, with the write throttle in Redis as behind a pooler."""
+    env = process_database_env(connection.get_connection_params(), settings.KINDMEM_APP_ROLE)
+    if getattr(settings, "CITUS", False):
+        env.update({"KINDMEM_CITUS": "1", "KINDMEM_CACHE_URL": cache_url()})
+    return env
 
 
 def redis_or_skip(url: str) -> None:
