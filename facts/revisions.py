@@ -26,7 +26,13 @@ from embeddings.budget import (
 )
 from embeddings.providers import get_embedder
 from facts.announce import fact_changed
-from facts.models import EmbeddingState, Fact, Revision, Subject, subject_rows
+from facts.models import (
+    EmbeddingState,
+    Fact,
+    Revision,
+    Subject,
+    subject_rows,
+)
 from facts.provenance import Attribution, content_hash, search_text_of
 from facts.retention import Retention
 from facts.scopes import SubjectInput
@@ -73,8 +79,8 @@ def stored_revision(tenant_id: uuid.UUID, pk: uuid.UUID) -> Any:
 
 
 @compiled(generic=True)  # by the new fact's primary key: one plan whatever the readers' values
-def _readable_fact(fact_id: uuid.UUID, readers: Readers) -> Any:
-    return Fact.objects.filter(pk=fact_id).readable_by(readers).only("pk")[:1]
+def _readable_fact(tenant_id: uuid.UUID, fact_id: uuid.UUID, readers: Readers) -> Any:
+    return Fact.objects.filter(tenant_id=tenant_id, pk=fact_id).readable_by(readers).only("pk")[:1]
 
 
 @dataclass(frozen=True)
@@ -178,7 +184,9 @@ def write_revision(
         for s in {(s.kind, s.id): s for s in subjects}.values()
     ]
     groups = ([fact],) if new_fact else ()
-    then = [_readable_fact(fact.pk, writable_for)] if writable_for is not None else []
+    then = []
+    if writable_for is not None:
+        then.append(_readable_fact(fact.tenant_id, fact.pk, writable_for))
     if read_back:
         then.append(stored_revision(revision.tenant_id, revision.pk))
     found = insert(*groups, [revision], rows, then=then)

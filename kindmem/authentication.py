@@ -52,7 +52,7 @@ class BearerAuthentication(authentication.BaseAuthentication):
             raise exceptions.AuthenticationFailed("This key's user was deactivated.")
         now = timezone.now()
         if key.last_used_at is None or key.last_used_at < now - LAST_USED_GRANULARITY:
-            ApiKey.objects.filter(pk=key.pk).update(last_used_at=now)
+            ApiKey.objects.filter(tenant_id=key.tenant_id, pk=key.pk).update(last_used_at=now)
         return Principal(
             kind=PrincipalKind(key.kind), tenant_id=key.tenant_id, api_key=key, user=key.user
         )

@@ -7,6 +7,12 @@ to every join they make (a JOIN's ON clause, through `get_extra_restriction`, th
 GenericRelation uses for its content type). On one PostgreSQL the condition is always true and
 costs nothing: both tables lead their indexes with `tenant_id`.
 
+Reading across them stays in the tenant too: the related objects' descriptors (`fact.revisions`,
+`revision.fact`, `prefetch_related("subjects")`, `revision.approval`) filter the other side by
+the tenant of the rows they start from, so a prefetch or a related manager names its tenant as
+a value, which is what Citus routes by (a join's condition alone does not route a query that
+has no tenant of its own).
+
 The database constraint is the composite `(tenant_id, x_id) -> (tenant_id, id)`
 (kindmem.distribution_sql, read from these fields), so Django's own single-column constraint is
 off (`db_constraint=False`); Django's index on `x_id` stays.
@@ -17,8 +23,62 @@ from __future__ import annotations
 from typing import Any
 
 from django.db import models
+from django.db.models.fields.related_descriptors import (
+    ForwardManyToOneDescriptor,
+    ForwardOneToOneDescriptor,
+    ReverseManyToOneDescriptor,
+    ReverseOneToOneDescriptor,
+)
 from django.db.models.lookups import Exact
 from django.db.models.sql.where import AND, WhereNode
+from django.utils.functional import cached_property
+
+
+def _tenants_of(instances: list[Any]) -> set[Any]:
+    return {instance.tenant_id for instance in instances}
+
+
+class _PrefetchesInTenant:
+    """A forward or one-to-one reverse descriptor whose prefetch names the instances' tenants."""
+
+    def get_prefetch_querysets(self, instances: list[Any], querysets: Any = None) -> Any:
+        queryset = querysets[0] if querysets else self.get_queryset()  # type: ignore[attr-defined]
+        in_tenant = queryset.filter(tenant_id__in=_tenants_of(instances))
+        return super().get_prefetch_querysets(instances, [in_tenant])  # type: ignore[misc]
+
+
+class _TenantForwardManyToOne(_PrefetchesInTenant, ForwardManyToOneDescriptor):
+    pass
+
+
+class _TenantForwardOneToOne(_PrefetchesInTenant, ForwardOneToOneDescriptor):
+    pass
+
+
+class _TenantReverseOneToOne(_PrefetchesInTenant, ReverseOneToOneDescriptor):
+    def get_queryset(self, **hints: Any) -> Any:
+        queryset = super().get_queryset(**hints)
+        instance = hints.get("instance")  # `revision.approval` asks for its one row with it
+        return queryset if instance is None else queryset.filter(tenant_id=instance.tenant_id)
+
+
+class _TenantReverseManyToOne(ReverseManyToOneDescriptor):
+    @cached_property
+    def related_manager_cls(self) -> type:
+        base = super().related_manager_cls
+
+        class InTenantRelatedManager(base):  # type: ignore[valid-type, misc]
+            def _apply_rel_filters(self, queryset: Any) -> Any:
+                in_tenant = super()._apply_rel_filters(queryset)
+                return in_tenant.filter(tenant_id=self.instance.tenant_id)
+
+            def get_prefetch_querysets(self, instances: list[Any], querysets: Any = None) -> Any:
+                # what the base uses when given none: the related model's default queryset
+                queryset = querysets[0] if querysets else super(base, self).get_queryset()
+                in_tenant = queryset.filter(tenant_id__in=_tenants_of(instances))
+                return super().get_prefetch_querysets(instances, [in_tenant])
+
+        return InTenantRelatedManager
 
 
 class _JoinsOnTenant:
@@ -35,8 +95,15 @@ class _JoinsOnTenant:
         same_tenant = Exact(target_tenant.get_col(alias), own_tenant.get_col(related_alias))
         return WhereNode([same_tenant], connector=AND)
 
+    def get_extra_descriptor_filter(self, instance: models.Model) -> dict[str, Any]:
+        # `revision.fact`: the fact of the revision's tenant
+        return {"tenant_id": instance.tenant_id}  # type: ignore[attr-defined]
+
 
 class TenantForeignKey(_JoinsOnTenant, models.ForeignKey):
+    forward_related_accessor_class = _TenantForwardManyToOne
+    related_accessor_class = _TenantReverseManyToOne
+
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         kwargs.setdefault("db_constraint", False)
         super().__init__(*args, **kwargs)
@@ -47,6 +114,9 @@ class TenantOneToOneField(_JoinsOnTenant, models.OneToOneField):
     across it); in the database, unique on `(tenant, x)` only, which the model declares as a
     UniqueConstraint: a distributed table's unique key must include its distribution column, so
     kindmem.distribution_sql drops the column's own unique constraint."""
+
+    forward_related_accessor_class = _TenantForwardOneToOne
+    related_accessor_class = _TenantReverseOneToOne
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         kwargs.setdefault("db_constraint", False)

@@ -168,10 +168,10 @@ def node_connection(cluster: Cluster, port: int | None = None) -> Iterator[Any]:
         yield conn
 
 
-def django_moved_to(cluster: Cluster) -> None:
+def django_moved_to(cluster: Cluster, user: str = SUPERUSER) -> None:
     """Django's default connection, and the aliases that mirror it in tests (the cache's), on
-    the coordinator's database as its superuser: the migration login, as the suite's embedded
-    database has it (the tables' owner; requests switch to the app role). With the options
+    the coordinator's database as `user`: the superuser (the migration login, the tables'
+    owner) to migrate, then the app role, as web and worker processes log in. With the options
     KINDMEM_CITUS gives a login, as KINDMEM_TRANSACTION_POOLING does
     (config/settings_database.py): no startup options, no prepared statements."""
     from django.db import DEFAULT_DB_ALIAS, connections
@@ -196,7 +196,7 @@ def django_moved_to(cluster: Cluster) -> None:
                 "HOST": "127.0.0.1",
                 "PORT": str(cluster.port),
                 "NAME": DATABASE,
-                "USER": SUPERUSER,
+                "USER": user,
                 "PASSWORD": "",
                 "OPTIONS": options,
             }

@@ -196,6 +196,13 @@ if CITUS_RUN:
                 citus_cluster.django_moved_to(cluster)
                 # with the suite's database cache, whose table tests/test_distribution.py names
                 call_command("migrate", interactive=False, verbosity=0)
+                # Then as the app role: Citus opens a transaction's connections to the workers
+                # as its current user, and a second user's connections do not see what the
+                # first wrote in the same transaction (a test's own rows, say), so the suite's
+                # switch from its login to the app role (kindmem/row_security.py) would hide
+                # them. The tests' own rows are written with every tenant in sight
+                # (`_citus_every_tenant`).
+                citus_cluster.django_moved_to(cluster, str(settings.KINDMEM_APP_ROLE))
             # then the write throttle counts in Redis, as KINDMEM_CITUS has it (KINDMEM_CACHE_URL)
             redis = {"BACKEND": "django.core.cache.backends.redis.RedisCache"}
             try:
@@ -204,6 +211,21 @@ if CITUS_RUN:
             finally:
                 with django_db_blocker.unblock():
                     connections.close_all()
+
+
+@pytest.fixture(autouse=True)
+def _citus_every_tenant(request: pytest.FixtureRequest) -> None:
+    """In the Citus run, a test's own statements (its fixtures' rows, its checks) run with every
+    tenant's rows in sight, as the suite's superuser login sees them elsewhere; what the code
+    under test runs enters its own tenant and comes back to this (row_security.tenant_context),
+    all in the test's transaction."""
+    if not CITUS_RUN or "django_db" not in request.keywords:
+        return
+    from kindmem import row_security
+
+    request.getfixturevalue("db")
+    row_security._tenant.set(row_security.ALL_TENANTS)
+    row_security._apply(row_security.ALL_TENANTS)
 
 
 @pytest.fixture(scope="session")
