@@ -121,3 +121,28 @@ class TenantOneToOneField(_JoinsOnTenant, models.OneToOneField):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         kwargs.setdefault("db_constraint", False)
         super().__init__(*args, **kwargs)
+
+
+class TenantOwned(models.Model):
+    """A tenant-owned model: `save()` updates its row by tenant as well as by primary key.
+
+    Citus refuses an UPDATE that sets the distribution column unless the statement's own WHERE
+    pins it to the same value (and routes only a statement that names it), while Django's
+    `save()` sets every column by the primary key alone. Naming the tenant in the WHERE too
+    changes nothing on one PostgreSQL (a row's tenant never changes)."""
+
+    class Meta:
+        abstract = True
+
+    def _do_update(
+        self,
+        base_qs: Any,
+        using: Any,
+        pk_val: Any,
+        values: Any,
+        update_fields: Any,
+        forced_update: Any,
+    ) -> Any:
+        # Django's one hook between save() and its UPDATE (Model._do_update, 5.2)
+        in_tenant = base_qs.filter(tenant_id=self.tenant_id)  # type: ignore[attr-defined]
+        return super()._do_update(in_tenant, using, pk_val, values, update_fields, forced_update)
