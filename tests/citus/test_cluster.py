@@ -7,6 +7,7 @@ local to the coordinator; a tenant-scoped query runs on one shard (tests/citus/e
 from __future__ import annotations
 
 import uuid
+from collections.abc import Iterator
 from typing import NamedTuple
 
 import pytest
@@ -15,7 +16,7 @@ from django.db import connection
 
 from kindmem.row_security import tenant_context
 from tests.citus.explain import assert_single_shard
-from tests.citus_cluster import Cluster
+from tests.citus_cluster import Cluster, node_connection
 from tests.test_distribution import REFERENCE_TABLES, distributed_tables
 
 
@@ -149,16 +150,25 @@ def test_a_tenant_scoped_facts_query_runs_on_one_shard() -> None:
         assert_single_shard(query, [tenant])
 
 
-@pytest.fixture
-def probe_tables(db: None) -> tuple[str, str]:
-    """A table distributed by tenant_id and one left local, for the test's transaction only."""
-    with connection.cursor() as cursor:
-        cursor.execute("CREATE TABLE citus_probe (tenant_id uuid NOT NULL, n int)")
-        cursor.execute("SELECT create_distributed_table('citus_probe', 'tenant_id')")
-        cursor.execute("CREATE TABLE citus_probe_local (tenant_id uuid NOT NULL, n int)")
-    return "citus_probe", "citus_probe_local"
+@pytest.fixture(scope="module")
+def probe_tables(citus: Cluster) -> Iterator[tuple[str, str]]:
+    """A table distributed by tenant_id and one left local, readable by the app role (Django's
+    login), made and dropped by the superuser outside the tests' transactions. (For the module:
+    a test's EXPLAIN holds a lock on them until its transaction ends, after a test's fixtures.)"""
+    role = str(settings.KINDMEM_APP_ROLE)
+    with node_connection(citus) as conn:
+        conn.execute("CREATE TABLE citus_probe (tenant_id uuid NOT NULL, n int)")
+        conn.execute("SELECT create_distributed_table('citus_probe', 'tenant_id')")
+        conn.execute("CREATE TABLE citus_probe_local (tenant_id uuid NOT NULL, n int)")
+        conn.execute(f'GRANT SELECT ON citus_probe, citus_probe_local TO "{role}"')
+    try:
+        yield "citus_probe", "citus_probe_local"
+    finally:
+        with node_connection(citus) as conn:
+            conn.execute("DROP TABLE citus_probe, citus_probe_local")
 
 
+@pytest.mark.django_db
 def test_assert_single_shard_fails_on_every_plan_but_a_routed_one(
     probe_tables: tuple[str, str],
 ) -> None:
