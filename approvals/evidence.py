@@ -103,11 +103,15 @@ def evidence_attach(approvals: Sequence[Approval]) -> None:
             )
         )
         found = {message_ref(m.conversation.thread_id, m.sequence): m for m in messages}
-    stale = stale_among(
-        a.revision_id
-        for a in approvals
-        if a.status == ApprovalStatus.PENDING and a.revision.invalidated_at is None
-    )
+    waiting: dict[Any, list[Any]] = {}  # by tenant: a platform console's page spans several
+    for a in approvals:
+        if a.status == ApprovalStatus.PENDING and a.revision.invalidated_at is None:
+            waiting.setdefault(a.tenant_id, []).append(a.revision_id)
+    stale = {
+        revision_id: staleness
+        for tenant_id, revision_ids in waiting.items()
+        for revision_id, staleness in stale_among(tenant_id, revision_ids).items()
+    }
     for approval in approvals:
         evidence = Evidence(stale=stale.get(approval.revision_id))
         replaced = getattr(approval, "replaced_content", None)

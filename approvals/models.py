@@ -21,7 +21,7 @@ from facts.review import REASONS
 from kindmem.holds import held_among, held_condition
 from kindmem.models import Agent, Project, Run, Tenant, User
 from kindmem.subjects import Subject
-from kindmem.tenant_keys import TenantForeignKey, TenantOneToOneField
+from kindmem.tenant_keys import TenantForeignKey, TenantOneToOneField, TenantOwned
 
 
 class ApprovalStatus(models.TextChoices):
@@ -81,7 +81,7 @@ class ApprovalQuerySet(models.QuerySet["Approval"]):
         )
 
 
-class Approval(models.Model):
+class Approval(TenantOwned):
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="+")
     # One approval per revision: a replayed remember finds it, never opens a second.

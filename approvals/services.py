@@ -200,7 +200,11 @@ def approval_decide(
         note=note,
     )
     if claimed != 1:
-        current = Approval.objects.filter(pk=approval.pk).values_list("status", flat=True).first()
+        current = (
+            Approval.objects.filter(tenant_id=reviewer.tenant_id, pk=approval.pk)
+            .values_list("status", flat=True)
+            .first()
+        )
         raise Conflict(f"This memory was already decided ({current}).", details={"status": current})
     if decision == Decision.REJECT:
         revision_reject(tenant_id=reviewer.tenant_id, revision_id=approval.revision_id, by=by)
@@ -218,11 +222,13 @@ def approval_decide(
                 # the queue is tenant-wide: a reviewer decides facts their own key cannot list
                 readers=Readers(all=True),
             )
-            Approval.objects.filter(pk=approval.pk).update(verified_revision=result.revision)
+            Approval.objects.filter(tenant_id=reviewer.tenant_id, pk=approval.pk).update(
+                verified_revision=result.revision
+            )
     decided = (
         Approval.objects.select_related("revision__fact", "agent", "project", "run")
         .prefetch_related("revision__subjects")
-        .get(pk=approval.pk)
+        .get(tenant_id=reviewer.tenant_id, pk=approval.pk)
     )
     approval_decided(approval=decided)
     event = audit if audit is not None else AuditNote(phase=Phase.WRITE, kind="fact")

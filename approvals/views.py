@@ -87,7 +87,10 @@ class ApprovalListView(AuditedView):
         next_cursor = cursor_encode(page[limit - 1]) if len(page) > limit else None
         page = page[:limit]
         # which pending ones a reviewer can no longer approve (`stale-approval`), in one query
-        stale = stale_among(a.revision_id for a in page if a.status == ApprovalStatus.PENDING)
+        stale = stale_among(
+            principal.tenant_id,
+            (a.revision_id for a in page if a.status == ApprovalStatus.PENDING),
+        )
         for approval in page:
             approval.staleness = stale.get(approval.revision_id)  # type: ignore[attr-defined]
             services.revision_audit_touch(self.audit, approval.revision)

@@ -21,6 +21,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from kindmem.models import Tenant
+from kindmem.tenant_keys import TenantOwned
 
 MAX_ERROR = 500
 
@@ -70,7 +71,7 @@ class AuditEventQuerySet(models.QuerySet["AuditEvent"]):
         return self.filter(targets__contains=[wanted]) if wanted else self
 
 
-class AuditEvent(models.Model):
+class AuditEvent(TenantOwned):
     # `seq` is the cursor. Events of one tenant get their seq under a per-tenant transaction
     # lock held until commit (see audit.services), so seq order is commit order and a reader
     # paging by `since_seq` never skips an event that commits late.
@@ -125,7 +126,7 @@ class AuditEvent(models.Model):
         return f"#{self.seq} {self.phase} {self.outcome}"
 
 
-class AuditPolicy(models.Model):
+class AuditPolicy(TenantOwned):
     """A tenant's audit settings (absent: the defaults)."""
 
     tenant = models.OneToOneField(

@@ -9,13 +9,17 @@ measurement (bench/search.py, bench/recall.py).
 
 from __future__ import annotations
 
+from django.conf import settings
+
 
 def hnsw_settings(
     ef_search: int, max_scan_tuples: int | None = None, *, local: bool = True
-) -> tuple[str, list[str]]:
+) -> tuple[str, list[str] | None]:
     """The statement and its parameters; run it in the semantic query's transaction (`local`),
     or once on a new connection for every query it will run (`local=False`: a session setting,
     which a transaction's own `local` settings override while it lasts)."""
+    if local and settings.CITUS:
+        return _citus_scan_settings(ef_search, max_scan_tuples)
     scope = "true" if local else "false"
     sql = (
         f"SELECT set_config('hnsw.iterative_scan', 'strict_order', {scope}),"
@@ -26,3 +30,16 @@ def hnsw_settings(
         sql += f", set_config('hnsw.max_scan_tuples', %s, {scope})"
         params.append(str(max_scan_tuples))
     return sql, params
+
+
+def _citus_scan_settings(ef_search: int, max_scan_tuples: int | None) -> tuple[str, None]:
+    """On Citus (settings.CITUS) the scan runs on the workers, which only `SET LOCAL` reaches
+    (kindmem/row_security.py): the same settings as statements of their own, no parameters."""
+    statements = [
+        "SET LOCAL citus.propagate_set_commands = 'local'",
+        "SET LOCAL hnsw.iterative_scan = 'strict_order'",
+        f"SET LOCAL hnsw.ef_search = {int(ef_search)}",
+    ]
+    if max_scan_tuples is not None:
+        statements.append(f"SET LOCAL hnsw.max_scan_tuples = {int(max_scan_tuples)}")
+    return "; ".join(statements), None

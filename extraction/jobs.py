@@ -30,7 +30,9 @@ def watermark_lock(conversation: Conversation) -> ConversationExtraction:
         [ConversationExtraction(tenant_id=conversation.tenant_id, conversation=conversation)],
         ignore_conflicts=True,
     )
-    return ConversationExtraction.objects.select_for_update().get(conversation=conversation)
+    return ConversationExtraction.objects.select_for_update().get(
+        tenant_id=conversation.tenant_id, conversation=conversation
+    )
 
 
 def job_open(*, conversation: Conversation, acting: Acting, requested_by: str) -> Opened:

@@ -19,7 +19,7 @@ from django.db.models import Q, Sum
 from django.utils import timezone
 
 from kindmem.models import Agent, Run, Tenant
-from kindmem.tenant_keys import TenantForeignKey, TenantOneToOneField
+from kindmem.tenant_keys import TenantForeignKey, TenantOneToOneField, TenantOwned
 from recall.models import Conversation
 
 
@@ -61,7 +61,7 @@ class ExtractionJobQuerySet(models.QuerySet["ExtractionJob"]):
         )
 
 
-class ExtractionJob(models.Model):
+class ExtractionJob(TenantOwned):
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="+")
     conversation = TenantForeignKey(
@@ -137,7 +137,7 @@ class ExtractionJob(models.Model):
         return f"extraction {self.id} ({self.status})"
 
 
-class ExtractionDecision(models.Model):
+class ExtractionDecision(TenantOwned):
     """One decision of an applied extraction and what it wrote. The revision, its fact and its
     approval are facts' and approvals' rows, named by id (no foreign key: their erasure and
     purge delete them on their own terms)."""
@@ -186,7 +186,7 @@ class ExtractionDecision(models.Model):
         return f"decision {self.job_id}#{self.index} ({self.action})"
 
 
-class ConversationExtraction(models.Model):
+class ConversationExtraction(TenantOwned):
     """A conversation's watermark and the tokens its extractions have spent (its cap)."""
 
     id = models.BigAutoField(primary_key=True)
@@ -219,7 +219,7 @@ class UsageQuerySet(models.QuerySet["ExtractionUsage"]):
         return int(totals["i"] or 0) + int(totals["o"] or 0)
 
 
-class ExtractionUsage(models.Model):
+class ExtractionUsage(TenantOwned):
     """Tokens the provider counted, per tenant, agent and UTC day (the meter and its cap)."""
 
     id = models.BigAutoField(primary_key=True)
@@ -244,7 +244,7 @@ class ExtractionUsage(models.Model):
         return f"{self.agent_id} {self.day}: {self.tokens_in}+{self.tokens_out}"
 
 
-class ExtractionSettings(models.Model):
+class ExtractionSettings(TenantOwned):
     """A tenant's extraction settings (the console edits them)."""
 
     id = models.BigAutoField(primary_key=True)

@@ -247,7 +247,7 @@ def _apply(
 ) -> str | None:
     locked = (
         ExtractionJob.objects.select_for_update()
-        .filter(pk=job.pk, status=JobStatus.RUNNING, attempts=job.attempts)
+        .filter(tenant_id=job.tenant_id, pk=job.pk, status=JobStatus.RUNNING, attempts=job.attempts)
         .first()
     )
     if locked is None:

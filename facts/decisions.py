@@ -262,12 +262,12 @@ def revision_approve(*, tenant_id: uuid.UUID, revision_id: uuid.UUID, by: str) -
     if approved is not None:
         invalidate(approved, by=by, reason=InvalidationReason.SUPERSEDED, now=now)
     version = waiting.version
-    if Revision.objects.filter(fact=fact, version__gt=version).exists():
+    if Revision.objects.filter(tenant_id=tenant_id, fact=fact, version__gt=version).exists():
         version = next_version(fact)
-    Revision.objects.filter(pk=waiting.pk).update(
+    Revision.objects.filter(tenant_id=tenant_id, pk=waiting.pk).update(
         review=None, approved_at=now, supersedes=approved, version=version, created_at=now
     )
-    readable = Revision.objects.select_related("fact").get(pk=revision_id)
+    readable = Revision.objects.select_related("fact").get(tenant_id=tenant_id, pk=revision_id)
     fact_changed(
         fact=fact, revision=readable, change="approved", subjects=lambda: subjects_of(waiting)
     )

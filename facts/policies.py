@@ -9,9 +9,10 @@ from django.utils import timezone
 
 from api.content_schema import validate_content_schema
 from kindmem.models import Tenant
+from kindmem.tenant_keys import TenantOwned
 
 
-class RetentionPolicy(models.Model):
+class RetentionPolicy(TenantOwned):
     """A tenant's default retention for one fact type; a fact-level override wins."""
 
     id = models.BigAutoField(primary_key=True)
@@ -45,7 +46,7 @@ class DedupScope(models.TextChoices):
     ENTITY = "entity", "entity: only a keyed slot's same content; keyless writes never collapse"
 
 
-class WritePolicy(models.Model):
+class WritePolicy(TenantOwned):
     """How writes of one fact type behave in a tenant (the 003 seed's write policies). Types
     without a row are last-write-wins."""
 
@@ -98,7 +99,7 @@ class SweepKind(models.TextChoices):
     PURGE = "purge", "purge: ended facts' invalidated revisions deleted after the delay"
 
 
-class SweepReport(models.Model):
+class SweepReport(TenantOwned):
     """What one run of the expiry sweep or the purge did in one tenant (the console lists
     them). Its count is updated in each batch's transaction; `finished_at` stays empty when
     the run was interrupted (the next run carries on with what is left)."""

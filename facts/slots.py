@@ -159,6 +159,8 @@ def slot_holder(
     )
     with connection.cursor() as cursor:
         cursor.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", [identity])
+    # The subqueries name the tenant as a value: Citus routes a locking read (FOR UPDATE) only
+    # to one shard, and an OR of subqueries there only when each names the tenant itself.
     holders = (
         Fact.objects.select_for_update()
         .of_tenant(tenant_id)
@@ -167,7 +169,7 @@ def slot_holder(
         .filter(
             Exists(
                 Revision.objects.filter(
-                    tenant_id=OuterRef("tenant_id"),
+                    tenant_id=tenant_id,
                     fact_id=OuterRef("pk"),
                     invalidated_at__isnull=True,
                 )
@@ -176,7 +178,7 @@ def slot_holder(
     )
     if agent_id is not None:
         by_agent = Revision.objects.filter(
-            tenant_id=OuterRef("tenant_id"),
+            tenant_id=tenant_id,
             fact_id=OuterRef("pk"),
             attributed_kind=AttributionKind.AGENT,
         )
@@ -190,7 +192,7 @@ def slot_holder(
             Exists(
                 Revision.objects.live()
                 .readable_by(readers)
-                .filter(tenant_id=OuterRef("tenant_id"), fact_id=OuterRef("pk"))
+                .filter(tenant_id=tenant_id, fact_id=OuterRef("pk"))
             )
         )
     return holders.order_by("created_at", "id").first()
@@ -223,7 +225,9 @@ def _authorize_slot(
 def _check_run_limit(run: Run) -> None:
     """At most MAX_MEMORIES_PER_RUN revisions per run. Checked after this call's write, under
     the run's row lock, so that concurrent calls of one run count each other exactly."""
-    Run.objects.select_for_update().filter(pk=run.pk).values_list("pk", flat=True).first()
+    Run.objects.select_for_update().filter(tenant_id=run.tenant_id, pk=run.pk).values_list(
+        "pk", flat=True
+    ).first()
     written = Revision.objects.of_tenant(run.tenant_id).filter(generated_by_run=run).count()
     limit = settings.MAX_MEMORIES_PER_RUN
     if written > limit:

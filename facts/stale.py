@@ -91,13 +91,14 @@ class Staleness:
 _CURRENT = "current"  # `base_state` of a base value still current
 
 
-def _annotated(revisions: RevisionQuerySet) -> RevisionQuerySet:
+def _annotated(revisions: RevisionQuerySet, tenant_id: uuid.UUID) -> RevisionQuerySet:
     """Each waiting revision with what its approval compares: the newest approved version
     above its own (`newer_version`), the fact's approved value now (`current_version`) and the
     state of the value it was computed from (`base_state`: its invalidation reason, "current",
-    or NULL when no row has that version)."""
+    or NULL when no row has that version). The subqueries name the tenant as a value (Citus
+    routes one in the select list to the tenant's shard only then)."""
     same_fact = Revision.objects.filter(
-        tenant_id=OuterRef("tenant_id"), fact_id=OuterRef("fact_id"), review__isnull=True
+        tenant_id=tenant_id, fact_id=OuterRef("fact_id"), review__isnull=True
     ).order_by("-version")
     return revisions.annotate(
         newer_version=Subquery(
@@ -136,19 +137,21 @@ def check_not_stale(revision: Revision) -> None:
     """Refuse approving `revision` (`stale-approval`) when its fact moved on since it was
     computed. Call under the fact's row lock, in the approval's transaction: no writer of the
     fact can come between this read and the approval's write."""
-    annotated = _annotated(Revision.objects.filter(pk=revision.pk)).only(
-        "id", "base_version", "version"
-    )
+    in_tenant = Revision.objects.filter(tenant_id=revision.tenant_id, pk=revision.pk)
+    annotated = _annotated(in_tenant, revision.tenant_id).only("id", "base_version", "version")
     staleness = _judge(annotated.get())
     if staleness is not None:
         raise staleness.error()
 
 
-def stale_among(revision_ids: Iterable[uuid.UUID]) -> dict[uuid.UUID, Staleness]:
-    """The revisions of `revision_ids` whose approval would be refused now, and why: one query
-    for a page of the review queue."""
+def stale_among(
+    tenant_id: uuid.UUID, revision_ids: Iterable[uuid.UUID]
+) -> dict[uuid.UUID, Staleness]:
+    """The revisions of `revision_ids` (of `tenant_id`) whose approval would be refused now, and
+    why: one query for a page of the review queue."""
     ids = list(revision_ids)
     if not ids:
         return {}
-    rows = _annotated(Revision.objects.filter(pk__in=ids)).only("id", "base_version", "version")
+    in_tenant = Revision.objects.filter(tenant_id=tenant_id, pk__in=ids)
+    rows = _annotated(in_tenant, tenant_id).only("id", "base_version", "version")
     return {r.pk: s for r in rows if (s := _judge(r)) is not None}

@@ -89,14 +89,14 @@ def composite_foreign_key(field: Any) -> sql.Composed:
         name=sql.Identifier(_constraint_name(table, field.column)),
         column=sql.Identifier(field.column),
         target=sql.Identifier(target.db_table),
-        target_column=sql.Identifier(target.pk.column),
+        target_column=sql.Identifier(str(target.pk.column)),
     )
 
 
 def composite_primary_key(cursor: Any, model: type[models.Model]) -> None:
     """Make the table's primary key `(tenant_id, <pk>)`, unless it already leads with it."""
     table = model._meta.db_table
-    pk_column = model._meta.pk.column
+    pk_column = str(model._meta.pk.column)
     if pk_column == "tenant_id":
         return
     cursor.execute(

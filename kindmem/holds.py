@@ -26,8 +26,10 @@ from kindmem.subjects import Subject
 def held_condition(prefix: str = "") -> Exists:
     """Whether an erasure in progress holds the participant, the Kindgi user or the thread
     (as a conversation) of the row reached through `prefix`."""
+    # The hold's tenant is the query's own row's (the row reached through `prefix` has the
+    # same, but may be the NULL side of an outer join, which Citus does not route through).
     return Exists(
-        ErasureHold.objects.filter(tenant_id=OuterRef(f"{prefix}tenant_id")).filter(
+        ErasureHold.objects.filter(tenant_id=OuterRef("tenant_id")).filter(
             Q(subject_kind=SubjectKind.PARTICIPANT, subject_id=OuterRef(f"{prefix}participant_id"))
             | Q(
                 subject_kind=SubjectKind.USER,

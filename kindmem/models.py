@@ -11,7 +11,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from kindmem.declarations import validate_memory_declarations, validate_tools
-from kindmem.tenant_keys import TenantForeignKey
+from kindmem.tenant_keys import TenantForeignKey, TenantOwned
 
 
 class Tenant(models.Model):
@@ -23,7 +23,7 @@ class Tenant(models.Model):
         return self.name
 
 
-class Org(models.Model):
+class Org(TenantOwned):
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="orgs")
     name = models.CharField(max_length=200)
@@ -37,7 +37,7 @@ class Org(models.Model):
         return self.name
 
 
-class Project(models.Model):
+class Project(TenantOwned):
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="projects")
     org = TenantForeignKey(Org, on_delete=models.CASCADE, related_name="projects")
@@ -67,7 +67,7 @@ class User(AbstractUser):
     )
 
 
-class Agent(models.Model):
+class Agent(TenantOwned):
     """An agent of a tenant, by its own id and version, with what it may remember."""
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
@@ -114,7 +114,7 @@ class KeyKind(models.TextChoices):
     APP = "app", "app (for all end users of its projects)"
 
 
-class ApiKey(models.Model):
+class ApiKey(TenantOwned):
     """A long-lived credential. The key is shown once; only its SHA-256 is stored.
 
     Keys are 256-bit random tokens, so a fast hash is as safe as a slow one here (nothing to
@@ -170,7 +170,7 @@ class RunQuerySet(models.QuerySet):
         return self.filter(**{column: subject.id})
 
 
-class Run(models.Model):
+class Run(TenantOwned):
     """One agent run: the containers its calls act in, and the hash of its short-lived token."""
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
@@ -217,7 +217,7 @@ class Run(models.Model):
         return self.expires_at <= timezone.now()
 
 
-class Thread(models.Model):
+class Thread(TenantOwned):
     """Whom a thread belongs to: the project and the person of its first use.
 
     A thread id opens what is scoped to it (a run's `thread_ids`), so it must not be a
@@ -272,7 +272,7 @@ class SubjectKind(models.TextChoices):
     CONVERSATION = "conversation", "one conversation"
 
 
-class ErasureHold(models.Model):
+class ErasureHold(TenantOwned):
     """While a row exists, nothing new lands for that person (or conversation) and reads of
     their data return nothing. The privacy app creates it when it accepts an erasure and
     removes it when the erasure completes; every write path checks it (`kindmem.holds`).

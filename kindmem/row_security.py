@@ -83,13 +83,18 @@ def _apply_on_citus(tenant: str | None) -> None:
     `citus.propagate_set_commands = 'local'`) to the connections of the transaction, and opens
     them as the role set here, so the workers' row security confines them too. Always inside a
     transaction (`tenant_context` and the request open one)."""
+    with connection.cursor() as cursor:
+        cursor.execute(_citus_settings(tenant).as_string(cursor.connection))
+
+
+def _citus_settings(tenant: str | None) -> sql.Composed:
     if tenant is None:
         role, tenant_id, all_tenants = "none", "", "off"
     elif tenant == ALL_TENANTS:
         role, tenant_id, all_tenants = str(settings.KINDMEM_APP_ROLE), "", "on"
     else:
         role, tenant_id, all_tenants = str(settings.KINDMEM_APP_ROLE), tenant, "off"
-    statement = sql.SQL(
+    return sql.SQL(
         "SET LOCAL citus.propagate_set_commands = 'local'; SET LOCAL role {role};"
         " SET LOCAL app.tenant_id = {tenant_id}; SET LOCAL app.all_tenants = {all_tenants}"
     ).format(
@@ -97,8 +102,6 @@ def _apply_on_citus(tenant: str | None) -> None:
         tenant_id=sql.Literal(tenant_id),
         all_tenants=sql.Literal(all_tenants),
     )
-    with connection.cursor() as cursor:
-        cursor.execute(statement.as_string(cursor.connection))
 
 
 @contextmanager
@@ -165,6 +168,7 @@ def enter_credential_tenant(kind: str, prefix: str) -> str:
     """On Citus: find the credential's tenant, then enter it, in two statements (`SET LOCAL`
     takes no function call); return it ("" if no credential has this prefix). The credential's
     row is then read by tenant and prefix, on the tenant's shard."""
+    # two round trips: Citus fails a message that both sets and reads a distributed table
     _apply_on_citus(ALL_TENANTS)
     with connection.cursor() as cursor:
         cursor.execute(_CREDENTIAL_TENANT[kind], [prefix])

@@ -74,7 +74,7 @@ class _TenantReverseManyToOne(ReverseManyToOneDescriptor):
 
             def get_prefetch_querysets(self, instances: list[Any], querysets: Any = None) -> Any:
                 # what the base uses when given none: the related model's default queryset
-                queryset = querysets[0] if querysets else super(base, self).get_queryset()
+                queryset = querysets[0] if querysets else super(base, self).get_queryset()  # type: ignore[misc]
                 in_tenant = queryset.filter(tenant_id__in=_tenants_of(instances))
                 return super().get_prefetch_querysets(instances, [in_tenant])
 
@@ -90,10 +90,10 @@ class _JoinsOnTenant:
     def get_extra_restriction(self, alias: str, related_alias: str) -> WhereNode:
         # Join.as_sql passes the target's alias first and the alias of this field's model
         # second (ForeignObjectRel swaps them back for a reverse join).
-        target_tenant = self.remote_field.model._meta.get_field("tenant")
-        own_tenant = self.model._meta.get_field("tenant")
+        target_tenant: Any = self.remote_field.model._meta.get_field("tenant")
+        own_tenant: Any = self.model._meta.get_field("tenant")
         same_tenant = Exact(target_tenant.get_col(alias), own_tenant.get_col(related_alias))
-        return WhereNode([same_tenant], connector=AND)
+        return WhereNode([same_tenant], connector=AND)  # type: ignore[list-item]
 
     def get_extra_descriptor_filter(self, instance: models.Model) -> dict[str, Any]:
         # `revision.fact`: the fact of the revision's tenant
@@ -121,3 +121,21 @@ class TenantOneToOneField(_JoinsOnTenant, models.OneToOneField):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         kwargs.setdefault("db_constraint", False)
         super().__init__(*args, **kwargs)
+
+
+class TenantOwned(models.Model):
+    """A tenant-owned model: `save()` updates its row by tenant as well as by primary key.
+
+    Citus refuses an UPDATE that sets the distribution column unless the statement's own WHERE
+    pins it to the same value (and routes only a statement that names it), while Django's
+    `save()` sets every column by the primary key alone. Naming the tenant in the WHERE too
+    changes nothing on one PostgreSQL (a row's tenant never changes)."""
+
+    class Meta:
+        abstract = True
+
+    def _do_update(self, base_qs: Any, *args: Any, **kwargs: Any) -> Any:
+        # Django's one step between save() and its UPDATE (Model._do_update), whatever else
+        # it is given
+        in_tenant = base_qs.filter(tenant_id=self.tenant_id)  # type: ignore[attr-defined]
+        return super()._do_update(in_tenant, *args, **kwargs)

@@ -216,7 +216,9 @@ def erasure_run(*, erasure_id: uuid.UUID, limit: int | None = None) -> ErasureRe
     for name, eraser in STEPS:
         while True:
             with transaction.atomic():
-                request = ErasureRequest.objects.select_for_update().get(pk=erasure_id)
+                request = ErasureRequest.objects.select_for_update().get(
+                    tenant_id=target.tenant_id, pk=erasure_id
+                )
                 if request.status != RequestStatus.RUNNING:
                     return request  # another worker finished it
                 step = request.progress.setdefault("steps", {}).setdefault(
@@ -241,7 +243,7 @@ def erasure_run(*, erasure_id: uuid.UUID, limit: int | None = None) -> ErasureRe
             if settings.ERASURE_BATCH_PAUSE_MS:
                 # Outside the transaction: spreads a large erasure's load on a busy database.
                 time.sleep(settings.ERASURE_BATCH_PAUSE_MS / 1000)
-    return _erasure_finish(erasure_id)
+    return _erasure_finish(target.tenant_id, erasure_id)
 
 
 def _counts_by_kind(steps_progress: dict[str, Any]) -> dict[str, int]:
@@ -253,8 +255,8 @@ def _counts_by_kind(steps_progress: dict[str, Any]) -> dict[str, int]:
 
 
 @transaction.atomic
-def _erasure_finish(erasure_id: uuid.UUID) -> ErasureRequest:
-    request = ErasureRequest.objects.select_for_update().get(pk=erasure_id)
+def _erasure_finish(tenant_id: uuid.UUID, erasure_id: uuid.UUID) -> ErasureRequest:
+    request = ErasureRequest.objects.select_for_update().get(tenant_id=tenant_id, pk=erasure_id)
     if request.status != RequestStatus.RUNNING:
         return request
     now = timezone.now()

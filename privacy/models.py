@@ -10,6 +10,7 @@ from django.utils import timezone
 
 from kindmem.models import SubjectKind, Tenant
 from kindmem.subjects import Subject
+from kindmem.tenant_keys import TenantOwned
 from privacy.receipts import subject_references
 
 
@@ -43,7 +44,7 @@ class ErasureRequestQuerySet(RequestQuerySet):
         )
 
 
-class ErasureRequest(models.Model):
+class ErasureRequest(TenantOwned):
     """One erasure: its target, its progress (per step, committed with each batch, so a worker
     that dies resumes where the last batch ended) and, once done, its receipt."""
 
@@ -111,7 +112,7 @@ class ErasureRequest(models.Model):
         return {"done": done, "total": max(done, self.total_estimate)}
 
 
-class AccessRequest(models.Model):
+class AccessRequest(TenantOwned):
     """A subject access request and the export built for it (erased with the person)."""
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)

@@ -21,12 +21,12 @@ from pgvector.django import HnswIndex, VectorField
 
 from embeddings.providers import DIMENSIONS
 from kindmem.models import Agent, Project, Tenant, User
-from kindmem.tenant_keys import TenantForeignKey
+from kindmem.tenant_keys import TenantForeignKey, TenantOwned
 from recall.querysets import ConversationQuerySet, MessageQuerySet
 from retrieval.fulltext import TEXT_CONFIG
 
 
-class Conversation(models.Model):
+class Conversation(TenantOwned):
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="conversations")
     thread_id = models.CharField(
@@ -73,7 +73,7 @@ class Role(models.TextChoices):
 RECALLABLE_ROLES = (Role.USER, Role.AGENT)
 
 
-class Message(models.Model):
+class Message(TenantOwned):
     id = models.BigAutoField(primary_key=True)
     tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="+")
     conversation = TenantForeignKey(Conversation, on_delete=models.CASCADE, related_name="messages")

@@ -282,13 +282,13 @@ SELECT h.conversation_id, h.sequence, b.role, b.text, a.role, a.text
 FROM unnest(%s::uuid[], %s::integer[]) AS h(conversation_id, sequence)
 LEFT JOIN LATERAL (
     SELECT m.role, m.text FROM {table} m
-    WHERE m.conversation_id = h.conversation_id AND m.sequence < h.sequence
+    WHERE m.tenant_id = %s AND m.conversation_id = h.conversation_id AND m.sequence < h.sequence
       AND m.role = ANY(%s::text[])
     ORDER BY m.sequence DESC LIMIT 1
 ) b ON true
 LEFT JOIN LATERAL (
     SELECT m.role, m.text FROM {table} m
-    WHERE m.conversation_id = h.conversation_id AND m.sequence > h.sequence
+    WHERE m.tenant_id = %s AND m.conversation_id = h.conversation_id AND m.sequence > h.sequence
       AND m.role = ANY(%s::text[])
     ORDER BY m.sequence ASC LIMIT 1
 ) a ON true
@@ -299,7 +299,8 @@ def _attach_neighbours(hits: list[RecallHit], roles: list[str]) -> None:
     """Every hit's nearest indexed message of `roles` either side, in ONE query for all hits.
 
     The neighbours are in the hit's own conversation, which already passed the guard; each
-    side walks the (conversation, sequence) unique index backwards or forwards to one row.
+    side walks the (tenant, conversation, sequence) unique index backwards or forwards to one
+    row. The tenant is named as a value (on Citus: the tenant's shard only).
     """
     if not hits:
         return
@@ -307,7 +308,8 @@ def _attach_neighbours(hits: list[RecallHit], roles: list[str]) -> None:
     sequences = [h.message.sequence for h in hits]
     sql = NEIGHBOURS_SQL.format(table=connection.ops.quote_name(Message._meta.db_table))
     with connection.cursor() as cursor:
-        cursor.execute(sql, [conversations, sequences, roles, roles])
+        tenant = hits[0].message.tenant_id  # one request's hits: one tenant
+        cursor.execute(sql, [conversations, sequences, tenant, roles, tenant, roles])
         rows = cursor.fetchall()
     found = {
         (conv, seq): (b_role, b_text, a_role, a_text)

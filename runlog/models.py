@@ -16,7 +16,7 @@ from kindmem.access import Readers
 from kindmem.guards import run_guard
 from kindmem.holds import held_condition
 from kindmem.models import Run, Tenant
-from kindmem.tenant_keys import TenantForeignKey
+from kindmem.tenant_keys import TenantForeignKey, TenantOwned
 from runlog.chain import GENESIS_HASH, HASH_VERSIONS, LogKind
 
 
@@ -35,7 +35,7 @@ class LogEntryQuerySet(models.QuerySet):
         return self.filter(sequence__gt=sequence).order_by("sequence")
 
 
-class LogEntry(models.Model):
+class LogEntry(TenantOwned):
     """One step of a run. Append-only: only an erasure changes a written row (it clears
     `payload` and `payload_salt` and sets `payload_erased_at`; the hashes stay)."""
 

@@ -20,7 +20,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from kindmem.models import Tenant
-from kindmem.tenant_keys import TenantForeignKey
+from kindmem.tenant_keys import TenantForeignKey, TenantOwned
 
 
 class EventKind(models.TextChoices):
@@ -32,7 +32,7 @@ class EventKind(models.TextChoices):
     FACT_CHANGED = "fact.changed"
 
 
-class Endpoint(models.Model):
+class Endpoint(TenantOwned):
     """A receiver of a tenant's events. `secret` signs every delivery (Standard Webhooks,
     "whsec_" + base64); it is shown once, when the endpoint is registered. `include_content`
     is the tenant admin's opt-in to memory content and people's ids in payloads: without it a
@@ -72,7 +72,7 @@ class Endpoint(models.Model):
         return self.url
 
 
-class OutboxEvent(models.Model):
+class OutboxEvent(TenantOwned):
     """One change announced, written in the change's transaction. `data` is what every
     subscriber gets (ids and kinds); `personal` what an opted-in endpoint gets besides (memory
     content, people's ids); `subjects` the people it is about ("participant:p-1"), for the
@@ -107,7 +107,7 @@ class DeliveryStatus(models.TextChoices):
     FAILED = "failed"  # every attempt failed; the chain behind it goes on
 
 
-class Delivery(models.Model):
+class Delivery(TenantOwned):
     """One event to one endpoint: its state, the claim a worker holds on it while it sends
     (`lease`, until `leased_until`), and when it is next due."""
 
@@ -160,7 +160,7 @@ class Delivery(models.Model):
         return f"delivery {self.pk}"
 
 
-class DeliveryAttempt(models.Model):
+class DeliveryAttempt(TenantOwned):
     """One POST of a delivery: when, how long, what the receiver answered (status only: a
     receiver's body is not kept), or why it failed."""
 

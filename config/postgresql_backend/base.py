@@ -27,6 +27,8 @@ QUIET_CHECK_SECONDS = 5.0
 
 
 class DatabaseOperations(operations.DatabaseOperations):
+    compiler_module = "config.postgresql_backend.compiler"
+
     def last_executed_query(self, cursor: Any, sql: Any, params: Any) -> Any:
         # Django reads a client-side cursor's query; compiled's cursors bind server-side
         # (prepared statements) on a connection whose others do not: the debug log and the

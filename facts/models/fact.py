@@ -17,7 +17,7 @@ from kindmem.guards import fact_guard
 from kindmem.holds import frozen, held_condition
 from kindmem.models import Org, Project, SubjectKind, Tenant, User
 from kindmem.subjects import Subject as SubjectRef
-from kindmem.tenant_keys import TenantForeignKey
+from kindmem.tenant_keys import TenantForeignKey, TenantOwned
 
 if TYPE_CHECKING:
     from kindmem.access import Readers
@@ -104,7 +104,7 @@ class FactQuerySet(models.QuerySet["Fact"]):
         return [row[0] for row in found], (found[0][1] if found else 0)
 
 
-class Fact(models.Model):
+class Fact(TenantOwned):
     """A fact across its revisions: where it lives (scope) and what kind of thing it is."""
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)

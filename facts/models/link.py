@@ -10,10 +10,10 @@ from django.utils import timezone
 
 from facts.models.fact import Fact
 from kindmem.models import Tenant
-from kindmem.tenant_keys import TenantForeignKey
+from kindmem.tenant_keys import TenantForeignKey, TenantOwned
 
 
-class Link(models.Model):
+class Link(TenantOwned):
     """An attributed link from one fact to another (the 003 seed's IEdge)."""
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)

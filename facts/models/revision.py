@@ -33,7 +33,7 @@ from facts.models.subject import Subject
 from kindmem.guards import fact_guard
 from kindmem.holds import frozen, held_among, held_condition
 from kindmem.models import Run, Tenant
-from kindmem.tenant_keys import TenantForeignKey, TenantOneToOneField
+from kindmem.tenant_keys import TenantForeignKey, TenantOneToOneField, TenantOwned
 from retrieval.fulltext import TEXT_CONFIG
 
 if TYPE_CHECKING:
@@ -166,7 +166,7 @@ class RevisionQuerySet(models.QuerySet["Revision"]):
         return self.current().approved().unexpired(at=now)
 
 
-class Revision(models.Model):
+class Revision(TenantOwned):
     """One immutable version of a fact. Supersede, verify and delete never edit content: they
     write the next revision and/or set the invalidation columns of this one."""
 

@@ -11,10 +11,10 @@ from django.db.models import Q
 
 from facts.models.choices import FactSubjectKind
 from kindmem.models import Tenant
-from kindmem.tenant_keys import TenantForeignKey
+from kindmem.tenant_keys import TenantForeignKey, TenantOwned
 
 
-class Subject(models.Model):
+class Subject(TenantOwned):
     """Whom a revision is about: what subject access and erasure requests by person find."""
 
     id = models.BigAutoField(primary_key=True)

@@ -3,9 +3,11 @@ reads or writes a distributed table is planned by Citus as one task (tests/citus
 
 The requests are real ones through the API (the Citus run: KINDMEM_TEST_CITUS=1); their
 statements are captured as Django sent them and each is EXPLAINed again on the coordinator.
-One statement is let through, by name: the credential's tenant found by its public prefix
-(kindmem.row_security._CREDENTIAL_TENANT), which runs before any tenant is known and reads one
-indexed row on every shard (deploy/citus.md says how a token that carries its tenant ends it).
+The hot requests: remember (by a key and by an agent's run), list, get, search in every mode,
+recall in every mode and a review decision. One statement is let through, by name: the
+credential's tenant found by its public prefix (kindmem.row_security._CREDENTIAL_TENANT), which
+runs before any tenant is known and reads one indexed row on every shard (deploy/citus.md says
+how a token that carries its tenant would end it).
 """
 
 from __future__ import annotations
@@ -20,8 +22,10 @@ from django.db import connection, transaction
 from django.test.utils import CaptureQueriesContext
 
 from kindmem.row_security import _CREDENTIAL_TENANT
+from tests.approvals.conftest import remember
 from tests.citus.explain import TASK_COUNT, plan
 from tests.facts.conftest import participant_scope
+from tests.recall.conftest import BOT, recall
 
 pytestmark = pytest.mark.django_db
 
@@ -117,3 +121,37 @@ def test_search_runs_on_the_tenants_shard_in_every_mode(api, world, settings, mo
     assert response.status_code == 200, response.content
     assert response.json()["hits"]
     assert multi_shard(statements) == []
+
+
+@pytest.mark.parametrize("mode", ["list", "keyword", "semantic", "hybrid"])
+def test_recall_runs_on_the_tenants_shard_in_every_mode(
+    api, world, hashing_embedder, history, mode
+):
+    body: dict[str, Any] = {"mode": mode, "selections": BOT, "top_k": 10}
+    if mode != "list":
+        body["query"] = "refund"
+    response, statements = sent_statements(lambda: recall(api, world.admin.headers, **body))
+    assert response.status_code == 200, response.content
+    assert response.json()["hits"]
+    assert multi_shard(statements) == []
+
+
+def test_an_agents_remember_and_its_review_decision_run_on_the_tenants_shard(
+    api, agent_run, reviewer
+):
+    response, remembered = sent_statements(
+        lambda: remember(api, agent_run, text="Always greet her in Spanish.")
+    )
+    assert response.status_code == 201, response.content
+    approval_id = response.json()["approval_id"]
+    assert approval_id
+
+    response, decided = sent_statements(
+        lambda: api.post(
+            f"/v1/approvals/{approval_id}/approve", {}, format="json", **reviewer.key.headers
+        )
+    )
+    assert response.status_code == 200, response.content
+    assert response.json()["status"] == "approved"
+    assert multi_shard(remembered) == []
+    assert multi_shard(decided) == []
