@@ -233,19 +233,66 @@ if CITUS_RUN:
                     connections.close_all()
 
 
+def _uses_database(request: pytest.FixtureRequest) -> bool:
+    """Whether the test has pytest-django's database: by its marker, or by a fixture."""
+    return request.node.get_closest_marker("django_db") is not None or bool(
+        {"db", "transactional_db", "live_server"} & set(request.fixturenames)
+    )
+
+
+def _transactional(request: pytest.FixtureRequest) -> bool:
+    """Whether pytest-django runs the test as a TransactionTestCase (flushed after it)."""
+    from pytest_django.fixtures import validate_django_db
+
+    marker = request.node.get_closest_marker("django_db")
+    return (marker is not None and validate_django_db(marker)[0]) or bool(
+        {"transactional_db", "live_server"} & set(request.fixturenames)
+    )
+
+
 @pytest.fixture(autouse=True)
-def _citus_every_tenant(request: pytest.FixtureRequest) -> None:
+def _citus_every_tenant(request: pytest.FixtureRequest) -> Iterator[None]:
     """In the Citus run, a test's own statements (its fixtures' rows, its checks) run with every
     tenant's rows in sight, as the suite's superuser login sees them elsewhere; what the code
     under test runs enters its own tenant and comes back to this (row_security.tenant_context),
-    all in the test's transaction."""
-    if not CITUS_RUN or not ("django_db" in request.keywords or "db" in request.fixturenames):
+    all in the test's transaction. (A transactional test logs in as the superuser:
+    `_citus_login`.)"""
+    if not CITUS_RUN or not _uses_database(request) or _transactional(request):
+        yield
         return
     from kindmem import row_security
 
     request.getfixturevalue("db")
-    row_security._tenant.set(row_security.ALL_TENANTS)
+    token = row_security._tenant.set(row_security.ALL_TENANTS)
     row_security._apply(row_security.ALL_TENANTS)
+    try:
+        yield
+    finally:  # (the settings end with the test's transaction)
+        row_security._tenant.reset(token)
+
+
+if CITUS_RUN:
+
+    @pytest.fixture
+    def _django_db_helper(_citus_login: None, _django_db_helper: None) -> None:
+        """pytest-django's database set-up of a test (its transaction, or the flush after a
+        transactional test) inside the login `_citus_login` chooses for the test."""
+
+    @pytest.fixture
+    def _citus_login(request: pytest.FixtureRequest, django_db_setup: Cluster) -> Iterator[None]:
+        """A transactional test logs in as the superuser, as it does elsewhere: each of its
+        statements commits on its own, so its rows and its requests' (as the app role) never
+        share a transaction, and the flush after it may TRUNCATE, which the app role may not."""
+        from tests import citus_cluster
+
+        if not _transactional(request):
+            yield
+            return
+        citus_cluster.django_moved_to(django_db_setup, citus_cluster.SUPERUSER)
+        try:
+            yield
+        finally:
+            citus_cluster.django_moved_to(django_db_setup, str(settings.KINDMEM_APP_ROLE))
 
 
 @pytest.fixture(scope="session")
