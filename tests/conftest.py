@@ -297,9 +297,10 @@ if CITUS_RUN:
 
 @pytest.fixture(scope="session")
 def citus(django_db_setup: Cluster | None) -> Cluster:
-    """The Citus run's cluster (its nodes' ports, for queries outside Django's connection)."""
+    """The Citus run's cluster (its nodes' ports, for queries outside Django's connection).
+    Only the Citus run collects the tests that ask for it (`_citus_select`)."""
     if django_db_setup is None:
-        pytest.skip("needs a Citus cluster: KINDMEM_TEST_CITUS=1")
+        raise pytest.UsageError("the `citus` fixture needs the Citus run: KINDMEM_TEST_CITUS=1")
     return django_db_setup
 
 

@@ -26,7 +26,7 @@ from kindmem.distribution_sql import REFERENCE_TABLES, tenant_models, tenant_rel
 pytestmark = pytest.mark.django_db
 
 
-def _public_tables() -> dict[str, bool]:
+def public_tables() -> dict[str, bool]:
     """Every ordinary or partitioned table of the schema -> whether it has a tenant_id column."""
     with connection.cursor() as cursor:
         cursor.execute(
@@ -40,14 +40,14 @@ def _public_tables() -> dict[str, bool]:
 
 def distributed_tables() -> set[str]:
     """The tenant-owned tables: a tenant_id column, and not kept global."""
-    return {t for t, has_tenant in _public_tables().items() if has_tenant} - REFERENCE_TABLES
+    return {t for t, has_tenant in public_tables().items() if has_tenant} - REFERENCE_TABLES
 
 
 def undistributable_findings() -> set[str]:
     """Tables that are neither (no tenant_id, not a reference table), and every primary key,
     unique constraint, unique index or exclusion constraint of a distributed table whose key
     columns leave tenant_id out."""
-    tables = _public_tables()
+    tables = public_tables()
     found = {f"{t}.tenant_id" for t, has in tables.items() if not has} - {
         f"{t}.tenant_id" for t in REFERENCE_TABLES
     }
@@ -99,7 +99,7 @@ def foreign_key_findings() -> set[str]:
 
 def test_every_table_is_tenant_owned_or_a_named_reference_table():
     # given: the tables of the migrated schema, and the models that say they have a tenant
-    tables = _public_tables()
+    tables = public_tables()
     tenant_models = {
         model._meta.db_table
         for model in apps.get_models(include_auto_created=True)

@@ -16,7 +16,7 @@ from django.db import connection
 from kindmem.row_security import tenant_context
 from tests.citus.explain import assert_single_shard
 from tests.citus_cluster import Cluster
-from tests.test_distribution import REFERENCE_TABLES, distributed_tables
+from tests.test_distribution import REFERENCE_TABLES, distributed_tables, public_tables
 
 
 class CitusTable(NamedTuple):
@@ -47,16 +47,6 @@ def citus_tables() -> dict[str, CitusTable]:
             " JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = 'public'"
         )
         return {name: CitusTable(*row) for name, *row in cursor.fetchall()}
-
-
-def public_tables() -> set[str]:
-    """Every ordinary or partitioned table of the schema (a partition goes with its parent)."""
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace"
-            " WHERE n.nspname = 'public' AND c.relkind IN ('r', 'p') AND NOT c.relispartition"
-        )
-        return {name for (name,) in cursor.fetchall()}
 
 
 @pytest.mark.django_db
@@ -117,7 +107,7 @@ def test_every_tenant_owned_table_is_distributed_by_tenant_id_in_one_colocation_
 @pytest.mark.django_db
 def test_every_global_table_is_a_reference_table() -> None:
     # given: the global tables of tests/test_distribution.py that the schema has
-    present = REFERENCE_TABLES & public_tables()
+    present = REFERENCE_TABLES & set(public_tables())
     catalog = citus_tables()
 
     # then: each is a reference table, a copy on every node (None: left local)
@@ -134,7 +124,7 @@ def test_no_table_stays_local_to_the_coordinator() -> None:
     placed = {table for table, row in catalog.items() if row.by_tenant or row.reference}
 
     # then: none is left out (e.g. a join table that has no tenant_id yet)
-    assert sorted(public_tables() - placed) == []
+    assert sorted(set(public_tables()) - placed) == []
 
 
 @pytest.mark.django_db
